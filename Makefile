@@ -1,0 +1,53 @@
+# dbt-fastrefresh: two commands on a fresh machine (Python 3.11 + Java 17):
+#   make demo   # creates .venv, installs everything, runs the quickstart demo
+#   make test   # creates .venv if needed, runs the test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-slow test-all lint format check-java venv clean bench bench-quick
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 10) else 1)' || \
+	  { echo "error: $(PYTHON) is older than 3.10; dbt-fastrefresh needs Python 3.10-3.12 (3.11 recommended). Fix: make PYTHON=python3.11 ..." >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e '.[dev,bench]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+check-java:
+	@if [ -n "$$JAVA_HOME" ]; then JAVA="$$JAVA_HOME/bin/java"; else JAVA="$$(command -v java)"; fi; \
+	if [ -z "$$JAVA" ] || [ ! -x "$$JAVA" ]; then \
+	  echo "error: Java was not found. The embedded Spark needs Java 17 (8 and 11 also work)." >&2; \
+	  echo "Fix: install it (e.g. 'apt-get install openjdk-17-jre-headless') and put java on PATH or set JAVA_HOME." >&2; \
+	  exit 1; \
+	fi
+
+demo: check-java $(STAMP)
+	$(BIN)/python examples/quickstart/demo.py
+
+test: check-java $(STAMP)
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: check-java $(STAMP)
+	$(BIN)/pytest -m "slow" $(PYTEST_ARGS)
+
+test-all: check-java $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check adapter tests examples
+	$(BIN)/ruff format --check adapter tests examples
+	$(BIN)/mypy adapter/dbt/adapters/fastrefresh
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix adapter tests examples
+	$(BIN)/ruff format adapter tests examples
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/quickstart/{target,logs,dbt_packages,.fastrefresh}

@@ -1,0 +1,112 @@
+"""Credentials and connections: dbt-spark's, plus the embedded default.
+
+Every dbt-spark profile field and connection method (session, thrift, http, odbc) works
+unchanged. What this adds: ``method`` defaults to ``session``, and a session profile gets
+the embedded Spark + Iceberg settings (see ``embedded``) unless it says ``embedded: false``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.fastrefresh import embedded
+
+logger = AdapterLogger("fastrefresh")
+
+DEFAULT_REGISTRY_SCHEMA = "fast_refresh"
+
+
+def _project_dir() -> str | None:
+    try:  # dbt-core sets the flags before it reads the profile
+        from dbt.flags import get_flags
+
+        return getattr(get_flags(), "PROJECT_DIR", None)
+    except Exception:
+        return None
+
+
+@dataclass
+class FastrefreshCredentials(SparkCredentials):
+    """dbt-spark credentials with an embedded default for the ``session`` method."""
+
+    # None means: yes for the session method, no for the others.
+    embedded: bool | None = None
+    # Folder of the embedded metastore and warehouse; relative paths are taken from the
+    # dbt project folder. Default: <project>/.fastrefresh
+    state_dir: str | None = None
+    # Schema of the registry tables (mview_logs, mview_log_users, mviews, refresh_runs).
+    registry_schema: str = DEFAULT_REGISTRY_SCHEMA
+
+    @classmethod
+    def __pre_deserialize__(cls, data: Any) -> Any:
+        data = super().__pre_deserialize__(data)
+        data.setdefault("method", SparkConnectionMethod.SESSION.value)
+        if data["method"] == SparkConnectionMethod.SESSION.value:
+            # dbt-spark insists on a host even where none is used.
+            data.setdefault("host", "localhost")
+        return data
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.embedded is None:
+            self.embedded = self.method == SparkConnectionMethod.SESSION
+        if self.embedded and self.method != SparkConnectionMethod.SESSION:
+            raise DbtRuntimeError(
+                f"embedded: true needs method: session, but the profile says method: "
+                f"{self.method}. Fix: remove `embedded` (a {self.method} connection uses the "
+                "cluster's own Spark settings) or set method: session."
+            )
+        if self.embedded:
+            state_dir = embedded.resolve_state_dir(self.state_dir, _project_dir())
+            self.state_dir = str(state_dir)
+            self.server_side_parameters = embedded.session_parameters(
+                state_dir, self.server_side_parameters
+            )
+
+    @property
+    def type(self) -> str:
+        return "fastrefresh"
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return (*super()._connection_keys(), "embedded", "state_dir", "registry_schema")
+
+
+_PREPARE_LOCK = threading.Lock()
+
+
+class FastrefreshConnectionManager(SparkConnectionManager):
+    TYPE = "fastrefresh"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        creds = connection.credentials
+        if getattr(creds, "embedded", False):
+            cls._prepare_embedded(creds)
+        return super().open(connection)
+
+    @classmethod
+    def _prepare_embedded(cls, creds: FastrefreshCredentials) -> None:
+        """Build the jars and check the JVM once, before the first statement starts Spark."""
+        with _PREPARE_LOCK:
+            if "spark.jars" in creds.server_side_parameters and getattr(creds, "_prepared", False):
+                return
+            try:
+                state_dir = embedded.resolve_state_dir(creds.state_dir, None)
+                creds.server_side_parameters = embedded.prepare_embedded(
+                    creds.server_side_parameters, state_dir
+                )
+                embedded.check_running_session(creds.server_side_parameters)
+            except (embedded.EmbeddedSparkError, RuntimeError) as exc:
+                raise DbtRuntimeError(str(exc)) from exc
+            object.__setattr__(creds, "_prepared", True)

@@ -1,0 +1,4 @@
+-- Revenue per customer: an aggregate view over the orders master.
+select customer_id, count(*) as orders, sum(amount) as revenue
+from {{ source('shop', 'orders') }}
+group by customer_id
