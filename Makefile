@@ -41,13 +41,13 @@ test-all: check-java $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check adapter tests examples
-	$(BIN)/ruff format --check adapter tests examples
+	$(BIN)/ruff check adapter tests examples benchmarks
+	$(BIN)/ruff format --check adapter tests examples benchmarks
 	$(BIN)/mypy adapter/dbt/adapters/fastrefresh
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix adapter tests examples
-	$(BIN)/ruff format adapter tests examples
+	$(BIN)/ruff check --fix adapter tests examples benchmarks
+	$(BIN)/ruff format adapter tests examples benchmarks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/quickstart/{target,logs,dbt_packages,.fastrefresh}
