@@ -18,6 +18,8 @@ def creds(**fields: object) -> FastrefreshCredentials:
 def test_schema_alone_gives_the_embedded_session(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # No dbt project dir known (functional tests leave dbt's global flags set): the cwd.
+    monkeypatch.setattr("dbt.adapters.fastrefresh.connections._project_dir", lambda: None)
     monkeypatch.chdir(tmp_path)
     c = creds()
     assert c.method == "session"

@@ -1,0 +1,172 @@
+"""The master-site half of a refresh: setup (capture, verify, choose the time, mark) and
+wrap-up (record the view's refresh, recompute oldest/youngest, purge).
+
+Oracle's DBMS_SNAPSHOT.SET_UP / VERIFY_LOG / WRAP_UP, per log. A fast refresh calls
+``setup`` for each master's log, reads its range, applies it, then calls ``wrap_up``;
+a complete refresh calls the same two (it does the same log management, seed 001 2.1.2)
+but does not need to be registered before.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dbt.adapters.fastrefresh import locks
+from dbt.adapters.fastrefresh.admin import PurgeResult, purge_rows
+from dbt.adapters.fastrefresh.capture import (
+    UNMARKED_SQL,
+    CaptureResult,
+    capture,
+    fault_point,
+    log_lock,
+)
+from dbt.adapters.fastrefresh.capture import no_log_error as _no_log_error
+from dbt.adapters.fastrefresh.executor import Executor
+from dbt.adapters.fastrefresh.registry import LogInfo, LogUser, Registry
+from dbt.adapters.fastrefresh.sqltext import TableName, literal, timestamp
+
+ONE_TICK = dt.timedelta(microseconds=1)
+no_log_error = _no_log_error
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What one view's refresh may read from one log.
+
+    The view's changes are the log rows with ``after < snaptime__ <= now`` (timestamp
+    flavour) or ``after_sequence < sequence__ <= through_sequence`` (both flavours).
+    """
+
+    log: LogInfo
+    mview: TableName
+    now: dt.datetime
+    master_snapshot: int | None
+    user: LogUser | None
+    through_sequence: int
+    capture: CaptureResult
+    problem: str | None  # why this log cannot serve a fast refresh of the view
+
+    @property
+    def after(self) -> dt.datetime | None:
+        return self.user.last_refresh if self.user else None
+
+    @property
+    def after_sequence(self) -> int:
+        return self.user.last_sequence if self.user else 0
+
+    def range_predicate(self) -> str:
+        """The SQL predicate of the view's rows in this log."""
+        if self.log.commit_scn or self.after is None:
+            return f"sequence__ > {self.after_sequence} AND sequence__ <= {self.through_sequence}"
+        return f"snaptime__ > {timestamp(self.after)} AND snaptime__ <= {timestamp(self.now)}"
+
+
+def refresh_time(clock: dt.datetime, youngest: dt.datetime | None) -> dt.datetime:
+    """The refresh time: the clock, but strictly after every time recorded on the log.
+
+    >>> t = dt.datetime(2026, 1, 1)
+    >>> refresh_time(t, t) == t + ONE_TICK
+    True
+    """
+    if youngest is not None and clock <= youngest:
+        return youngest + ONE_TICK
+    return clock
+
+
+def usability_problem(
+    log: LogInfo, user: LogUser | None, mview_last_refresh: dt.datetime | None
+) -> str | None:
+    """Why ``log`` cannot give the view all changes since its last refresh (pure)."""
+    last = user.last_refresh if user else mview_last_refresh
+    if last is not None and log.younger_than > last:
+        why = log.younger_reason or "log recreated"
+        return (
+            f"the materialized view log {log.log_table} is younger than the view's last "
+            f"refresh ({why}; Oracle: ORA-12034)"
+        )
+    if user is None:
+        return f"the view is not registered on the materialized view log {log.log_table}"
+    if log.commit_scn:
+        if user.last_sequence < log.purged_sequence:
+            return f"rows the view still needed were purged from {log.log_table} (purge_log)"
+    elif log.purged_through is not None and user.last_refresh < log.purged_through:
+        return f"rows the view still needed were purged from {log.log_table} (purge_log)"
+    return None
+
+
+def setup(
+    x: Executor,
+    registry: Registry,
+    master: TableName,
+    mview: TableName,
+    clock: Callable[[], dt.datetime],
+    mview_last_refresh: dt.datetime | None = None,
+) -> Setup:
+    """Capture, verify, choose the refresh time and mark, under the log's lock."""
+    found = registry.log_for_master(master)
+    if found is None:
+        raise no_log_error(master)
+    with locks.holding([log_lock(found.log_table)]):
+        captured = capture(x, registry, master, clock)
+        log = registry.log_for_master(master) or found
+        user = next((u for u in registry.log_users(log.log_table) if u.mview == mview), None)
+        problem = usability_problem(log, user, mview_last_refresh)
+        now = refresh_time(clock(), _youngest(x, log))
+        if not log.commit_scn and log.last_sequence > log.marked_sequence:
+            # Only the first refresher stamps a row: rows already stamped keep their time.
+            x.execute(
+                f"UPDATE {log.log_table.sql} SET snaptime__ = {timestamp(now)} "
+                f"WHERE sequence__ > {log.marked_sequence} AND sequence__ <= {log.last_sequence} "
+                f"AND snaptime__ = {UNMARKED_SQL}"
+            )
+            fault_point("setup.after_mark")
+        registry.update_log(log, youngest=now, marked_sequence=log.last_sequence)
+        log = registry.log_for_master(master) or log
+    return Setup(log, mview, now, log.captured_through, user, log.last_sequence, captured, problem)
+
+
+def _youngest(x: Executor, log: LogInfo) -> dt.datetime | None:
+    """The youngest time on the log, also after a crash between marking and recording it."""
+    youngest = log.youngest
+    if not log.commit_scn and log.last_sequence > log.marked_sequence:
+        rows = x.query(
+            f"SELECT max(snaptime__) FROM {log.log_table.sql} WHERE sequence__ > "
+            f"{log.marked_sequence} AND snaptime__ < {UNMARKED_SQL}"
+        )
+        stamped = rows[0][0] if rows else None
+        if stamped is not None and (youngest is None or stamped > youngest):
+            youngest = stamped
+    return youngest
+
+
+def wrap_up(x: Executor, registry: Registry, done: Setup) -> PurgeResult:
+    """Record that the view consumed the log through ``done``, then purge what no view needs."""
+    log_table = done.log.log_table
+    with locks.holding([log_lock(log_table)]):
+        log = registry.log_for_master(done.log.master) or done.log
+        where = f"log_table = {literal(str(log_table))} AND mview = {literal(str(done.mview))}"
+        values = {
+            "last_refresh": done.now,
+            "last_sequence": done.through_sequence,
+            "master_snapshot": done.master_snapshot,
+        }
+        if done.user is None or not registry.select("mview_log_users", where):
+            registry.insert(
+                "mview_log_users",
+                [
+                    {
+                        "log_table": str(log_table),
+                        "master": str(log.master),
+                        "mview": str(done.mview),
+                        "registered_at": done.now,
+                        **values,
+                    }
+                ],
+            )
+        else:
+            registry.update("mview_log_users", where, values)
+        fault_point("wrap_up.after_register")
+        users = registry.log_users(log_table)
+        return purge_rows(x, registry, log, users, done.now)

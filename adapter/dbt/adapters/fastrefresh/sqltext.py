@@ -1,0 +1,94 @@
+"""SQL text helpers: identifiers, literals and table names, for Spark SQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from dataclasses import dataclass
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def ident(name: str) -> str:
+    """Quote an identifier for Spark: ``a`` → `` `a` ``."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def string(value: str) -> str:
+    """A Spark string literal (backslashes and quotes escaped)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def timestamp(value: dt.datetime) -> str:
+    """A TIMESTAMP_NTZ literal with microseconds: all stamps here are naive UTC."""
+    return f"TIMESTAMP_NTZ'{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
+def literal(value: object) -> str:
+    """Render a Python value (as Spark returns it) as a Spark SQL literal."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"{value}L" if abs(value) > 2**31 - 1 else str(value)
+    if isinstance(value, float):
+        return repr(value) + "D"
+    if isinstance(value, decimal.Decimal):
+        return f"{value}BD"
+    if isinstance(value, dt.datetime):
+        return timestamp(value) if value.tzinfo is None else f"TIMESTAMP'{value.isoformat()}'"
+    if isinstance(value, dt.date):
+        return f"DATE'{value.isoformat()}'"
+    if isinstance(value, str):
+        return string(value)
+    if isinstance(value, (bytes, bytearray)):
+        return f"X'{bytes(value).hex().upper()}'"
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
+
+
+@dataclass(frozen=True, order=True)
+class TableName:
+    """A two-part Spark table name, lower-cased as the Hive metastore stores it."""
+
+    schema: str
+    table: str
+
+    @classmethod
+    def parse(cls, text: object, default_schema: str | None = None) -> TableName:
+        """Accept ``schema.table``, a bare ``table`` (with a default schema) or a dbt relation."""
+        schema = getattr(text, "schema", None)
+        identifier = getattr(text, "identifier", None)
+        if schema and identifier:
+            return cls(str(schema).lower(), str(identifier).lower())
+        raw = str(text).strip().replace("`", "")
+        parts = [p for p in raw.split(".") if p]
+        if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+            parts = parts[1:]
+        if len(parts) == 1 and default_schema:
+            parts = [default_schema, parts[0]]
+        if len(parts) != 2 or not all(_PLAIN.match(p) for p in parts):
+            raise FastRefreshError(
+                f"'{text}' is not a table name dbt-fastrefresh can use. Fix: pass "
+                "'schema.table' (letters, digits and underscores), a ref() or a source()."
+            )
+        return cls(parts[0].lower(), parts[1].lower())
+
+    @property
+    def sql(self) -> str:
+        return f"{ident(self.schema)}.{ident(self.table)}"
+
+    def metadata(self, name: str) -> str:
+        """An Iceberg metadata table of this table, e.g. ``snapshots``."""
+        return f"{self.sql}.{ident(name)}"
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+
+def log_table_for(master: TableName) -> TableName:
+    """The log of ``db.t`` is ``db.mlog__t`` (Oracle's ``MLOG$_T``)."""
+    return TableName(master.schema, f"mlog__{master.table}")

@@ -1,0 +1,21 @@
+{#-
+  Create the materialized view log of a master table (Oracle: CREATE MATERIALIZED VIEW LOG).
+  master: 'schema.table', ref() or source(); columns: logged columns (default all,
+  [] = key only); commit_scn: true for the commit-SCN flavour; key: key columns when the
+  master has no Iceberg identifier fields (omit for those; [] for a key-less log).
+  Usable from `dbt run-operation fast_refresh.create_mview_log` and from hooks (renders no SQL).
+-#}
+{% macro create_mview_log(master, columns=none, commit_scn=false, key=none) %}
+  {{ return(adapter.dispatch('create_mview_log', 'fast_refresh')(master, columns, commit_scn, key)) }}
+{% endmacro %}
+
+{% macro default__create_mview_log(master, columns, commit_scn, key) %}
+  {{ fast_refresh._unsupported('create_mview_log') }}
+{% endmacro %}
+
+{% macro fastrefresh__create_mview_log(master, columns, commit_scn, key) %}
+  {% if execute %}
+    {{ log(adapter.fr_create_mview_log(master, columns, commit_scn, key), info=true) }}
+  {% endif %}
+  {{ return('') }}
+{% endmacro %}
