@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.spark.impl import SparkAdapter
 
-from dbt.adapters.fastrefresh import admin, capture, logs
+from dbt.adapters.fastrefresh import admin, capture, logs, refresh
 from dbt.adapters.fastrefresh import master as master_module
 from dbt.adapters.fastrefresh.clock import utcnow
 from dbt.adapters.fastrefresh.connections import (
@@ -148,6 +148,26 @@ class FastrefreshAdapter(SparkAdapter):
     @available.parse(_parse_stub)
     def fr_purge_mview_from_log(self, mview: Any, master: Any = None) -> str:
         return admin.purge_mview_from_log(self._executor(), self._registry(), mview, master, utcnow)
+
+    @available.parse(lambda *args, **kwargs: {})
+    def fr_refresh_model(
+        self,
+        relation: BaseRelation,
+        existing: BaseRelation | None,
+        sql: str,
+        refresh_method: str,
+        full_refresh: bool,
+        table_options: str,
+    ) -> dict[str, Any]:
+        """The fast_refresh materialization's one call: refresh the model's view."""
+        result = refresh.refresh_view(
+            self._executor(), self._registry(), TableName.parse(relation), sql,
+            str(refresh_method), bool(full_refresh), existing is not None, table_options, utcnow,
+        )  # fmt: skip
+        return {
+            "type": result.refresh_type, "reason": result.reason, "message": result.message(),
+            "log_rows": result.log_rows, "noop": result.noop, "seconds": round(result.seconds, 3),
+        }  # fmt: skip
 
     @available.parse(_parse_stub)
     def fr_unregister_mview(self, mview: Any) -> str:

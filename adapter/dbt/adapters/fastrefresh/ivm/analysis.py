@@ -1,0 +1,354 @@
+"""Analysis: parse a view's compiled SQL, classify its shape, plan its hidden columns.
+
+Pure: takes the SQL and the master's columns, returns a ``ViewPlan``. A query that cannot
+refresh fast gets ``shape = "unsupported"`` and a ``reason`` naming the construct.
+
+Shapes (single master table):
+
+- ``projection``: ``SELECT <expressions> FROM t [WHERE ...]``. Keyed masters: the master
+  key is in the view (hidden ``__fr_k_<col>`` columns when the query lacks it). Key-less
+  masters: each row carries ``__fr_multiplicity``, the number of identical rows.
+- ``aggregate``: ``GROUP BY`` (or ``SELECT DISTINCT``, or a global aggregate). Hidden
+  ``__fr_count`` (rows per group), ``__fr_cnt_<n>`` / ``__fr_sum_<n>`` per aggregated
+  expression, ``__fr_g_<n>`` for a group expression the query does not output. COUNT,
+  SUM and AVG are maintained from signed deltas (``algebraic``); any other aggregate
+  (MIN, MAX, COUNT(DISTINCT), ...) makes the view recompute the affected groups.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.qualify import qualify
+
+from dbt.adapters.fastrefresh.master import Column
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+HIDDEN_PREFIX = "__fr_"
+DIALECT = "spark"
+
+# Functions whose value is not a function of the row: a view using them cannot be
+# maintained from changes (Spark and Hive names, lower case).
+NONDETERMINISTIC = {
+    "rand", "random", "randn", "uuid", "shuffle", "now", "current_timestamp",
+    "current_date", "current_time", "localtimestamp", "unix_timestamp",
+    "monotonically_increasing_id", "spark_partition_id", "input_file_name",
+    "input_file_block_start", "input_file_block_length", "current_user", "user",
+    "session_user", "try_reflect", "reflect", "java_method", "rand_str", "uniform",
+}  # fmt: skip
+
+ALGEBRAIC = ("count_star", "count", "sum", "avg")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregate call of the query."""
+
+    kind: str  # count_star, count, sum, avg, or other (MIN, MAX, COUNT DISTINCT, ...)
+    arg: str | None  # SQL of the argument over the qualified master alias
+    node_sql: str  # the call as written (qualified), to find it again
+    component: int | None = None  # index of its __fr_cnt_/__fr_sum_ component
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    sql: str  # expression over the qualified master alias (projection and group outputs)
+    group: int | None = None  # index in ``groups`` when the output is a group expression
+
+
+@dataclass(frozen=True)
+class ViewPlan:
+    """What the planner knows about a view: its shape, its master, its hidden columns."""
+
+    sql: str
+    query_hash: str
+    shape: str  # projection | aggregate | unsupported
+    reason: str | None = None
+    masters: tuple[TableName, ...] = ()
+    alias: str = ""
+    outputs: tuple[Output, ...] = ()
+    filter: str | None = None
+    groups: tuple[str, ...] = ()
+    group_columns: tuple[str, ...] = ()  # the view column holding each group expression
+    aggregates: tuple[Aggregate, ...] = ()
+    components: tuple[str, ...] = ()  # argument SQL of each __fr_cnt_/__fr_sum_ pair
+    sum_components: frozenset[int] = frozenset()  # components that also keep a sum
+    columns_read: tuple[str, ...] = ()  # master columns the query reads
+    keyed: bool = False
+    key_columns: tuple[str, ...] = ()  # master key columns
+    key_view_columns: tuple[str, ...] = ()  # the view column holding each key column
+    hidden: tuple[tuple[str, str], ...] = ()  # (name, SQL) of hidden columns, in order
+    qualified: str = ""  # the qualified query (stars expanded, columns qualified)
+    expressions: tuple[str, ...] = field(default=())  # output expressions as written
+
+    @property
+    def supported(self) -> bool:
+        return self.shape != "unsupported"
+
+    @property
+    def algebraic(self) -> bool:
+        return all(a.kind in ALGEBRAIC for a in self.aggregates)
+
+    @property
+    def global_aggregate(self) -> bool:
+        return self.shape == "aggregate" and not self.groups
+
+    @property
+    def view_columns(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.outputs) + tuple(n for n, _ in self.hidden)
+
+    def describe(self) -> str:
+        if not self.supported:
+            return f"not fast-refreshable: {self.reason}"
+        if self.shape == "projection":
+            how = "keyed by " + ", ".join(self.key_columns) if self.keyed else "key-less, counted"
+            return f"projection/filter of {self.masters[0]} ({how})"
+        kinds = sorted({a.kind for a in self.aggregates}) or ["distinct"]
+        method = "signed deltas" if self.algebraic else "recompute of the affected groups"
+        groups = f"{len(self.groups)} group expression(s)" if self.groups else "no GROUP BY"
+        return f"aggregate of {self.masters[0]} ({groups}; {', '.join(kinds)}; {method})"
+
+
+def query_hash(sql: str) -> str:
+    """A hash of the query that ignores formatting (whitespace, case of keywords)."""
+    try:
+        normal = sqlglot.parse_one(sql, read=DIALECT).sql(dialect=DIALECT, normalize=True)
+    except SqlglotError:
+        normal = " ".join(sql.split())
+    return hashlib.sha256(normal.encode()).hexdigest()[:16]
+
+
+def tables_of(sql: str) -> list[TableName]:
+    """The tables a query reads (for the masters of any view, fast-refreshable or not)."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except SqlglotError:
+        return []
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    found = []
+    for table in tree.find_all(exp.Table):
+        if table.name.lower() in ctes or not table.name:
+            continue
+        if table.db:
+            name = TableName(table.db.lower(), table.name.lower())
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def _unsupported(sql: str, reason: str, masters: Sequence[TableName] = ()) -> ViewPlan:
+    return ViewPlan(sql, query_hash(sql), "unsupported", reason, tuple(masters))
+
+
+def _first_offender(tree: exp.Expression) -> str | None:
+    checks: list[tuple[type[exp.Expression] | tuple[type[exp.Expression], ...], str]] = [
+        (exp.With, "a WITH clause (CTE; also how dbt inlines ephemeral models)"),
+        (exp.Window, "a window function (OVER ...)"),
+        (exp.Limit, "LIMIT"),
+        (exp.Offset, "OFFSET"),
+        (exp.Having, "HAVING"),
+        (exp.Join, "a join (joins are not fast-refreshable yet)"),
+        (exp.Lateral, "LATERAL VIEW / a generator"),
+        ((exp.Explode, exp.Posexplode, exp.Inline), "a generator (explode/inline)"),
+        (exp.Rollup, "ROLLUP"),
+        (exp.Cube, "CUBE"),
+        (exp.GroupingSets, "GROUPING SETS"),
+        (exp.TableSample, "TABLESAMPLE"),
+    ]
+    for kind, why in checks:
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if tree.find(*kinds) is not None:
+            return why
+    for sub in tree.find_all(exp.Subquery, exp.Exists):
+        if sub is not tree:
+            return "a subquery"
+    for node in tree.find_all(exp.In):
+        if node.args.get("query") is not None:
+            return "a subquery (IN (SELECT ...))"
+    for func in tree.find_all(exp.Func):
+        name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
+        if name in NONDETERMINISTIC or isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
+            return f"the non-deterministic function {name}()"
+        if isinstance(func, (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)):
+            return f"the non-deterministic function {name}()"
+    return None
+
+
+def _aggregate_kind(node: exp.AggFunc) -> tuple[str, exp.Expression | None]:
+    if isinstance(node, exp.Count):
+        arg = node.this
+        if isinstance(arg, exp.Star) or arg is None:
+            return "count_star", None
+        if isinstance(arg, exp.Distinct):
+            return "other", arg
+        return "count", arg
+    if isinstance(node, exp.Sum) and not isinstance(node.this, exp.Distinct):
+        return "sum", node.this
+    if isinstance(node, exp.Avg) and not isinstance(node.this, exp.Distinct):
+        return "avg", node.this
+    return "other", node.this
+
+
+def analyze(
+    sql: str, master_columns: dict[TableName, list[Column]], keys: dict[TableName, list[str]]
+) -> ViewPlan:
+    """Classify ``sql`` (a view's compiled SELECT) and plan its maintenance.
+
+    ``master_columns`` and ``keys`` describe the tables the query reads; a table without
+    columns there is not a known master.
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except SqlglotError as exc:
+        return _unsupported(sql, f"the SQL could not be parsed for analysis ({exc})")
+    masters = tables_of(sql)
+    if not isinstance(tree, exp.Select):
+        what = type(tree).__name__.upper()
+        if isinstance(tree, exp.Union | exp.Intersect | exp.Except):
+            what = "a set operation (UNION/INTERSECT/EXCEPT)"
+        return _unsupported(sql, f"{what} is not fast-refreshable yet", masters)
+    offender = _first_offender(tree)
+    if offender:
+        return _unsupported(sql, f"the query uses {offender}", masters)
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    tables = list(tree.find_all(exp.Table))
+    if from_ is None or len(tables) != 1 or not isinstance(from_.this, exp.Table):
+        return _unsupported(sql, "the query must read exactly one table in FROM", masters)
+    table = tables[0]
+    if not table.db:
+        return _unsupported(sql, f"the table {table.name} is not schema-qualified", masters)
+    master = TableName(table.db.lower(), table.name.lower())
+    columns = master_columns.get(master)
+    if columns is None:
+        return _unsupported(sql, f"{master} is not a known master table", masters)
+    if table.args.get("version") is not None:
+        return _unsupported(sql, "the query already uses time travel (VERSION AS OF)", masters)
+
+    schema: dict[str, object] = {master.schema: {master.table: {c.name: c.type for c in columns}}}
+    try:
+        qualified = qualify(
+            tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
+            validate_qualify_columns=True, expand_stars=True, identify=False,
+        )  # fmt: skip
+    except SqlglotError as exc:
+        return _unsupported(
+            sql, f"the query could not be resolved against {master} ({exc})", masters
+        )
+    assert isinstance(qualified, exp.Select)
+    alias = qualified.find(exp.Table).alias_or_name  # type: ignore[union-attr]
+
+    def render(node: exp.Expression) -> str:
+        return node.sql(dialect=DIALECT)
+
+    where = qualified.args.get("where")
+    filter_sql = render(where.this) if where is not None else None
+    selects = list(qualified.expressions)
+    names = [s.alias_or_name for s in selects]
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        return _unsupported(sql, "two output columns have the same name", masters)
+    if any(n.startswith(HIDDEN_PREFIX) for n in lowered):
+        return _unsupported(sql, f"output columns named {HIDDEN_PREFIX}* are reserved", masters)
+    read = sorted({c.name.lower() for c in qualified.find_all(exp.Column)})
+    key = [k for k in keys.get(master, [])]
+    group_node = qualified.args.get("group")
+    aggregates_found = [a for s in selects for a in s.find_all(exp.AggFunc)]
+    distinct = qualified.args.get("distinct") is not None
+
+    base = {
+        "sql": sql, "query_hash": query_hash(sql), "masters": (master,), "alias": alias,
+        "filter": filter_sql, "columns_read": tuple(read), "qualified": render(qualified),
+        "expressions": tuple(render(s.unalias()) for s in selects), "keyed": bool(key),
+        "key_columns": tuple(key),
+    }  # fmt: skip
+
+    if not group_node and not aggregates_found and not distinct:
+        outputs = tuple(Output(n, render(s.unalias())) for n, s in zip(names, selects, strict=True))
+        hidden: list[tuple[str, str]] = []
+        key_view: list[str] = []
+        if key:
+            plain = {
+                s.unalias().name.lower(): n
+                for n, s in zip(names, selects, strict=True)
+                if isinstance(s.unalias(), exp.Column)
+            }
+            for k in key:
+                if k in plain:
+                    key_view.append(plain[k])
+                else:
+                    hidden.append((f"{HIDDEN_PREFIX}k_{k}", f"{alias}.{k}"))
+                    key_view.append(f"{HIDDEN_PREFIX}k_{k}")
+        else:
+            hidden.append((f"{HIDDEN_PREFIX}multiplicity", ""))
+        return ViewPlan(
+            shape="projection", outputs=outputs, hidden=tuple(hidden),
+            key_view_columns=tuple(key_view), **base,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    # Aggregates (GROUP BY, DISTINCT, or a global aggregate).
+    if group_node is not None:
+        groups = [render(g) for g in group_node.expressions]
+    elif distinct:
+        if any(s.find(exp.AggFunc) for s in selects):
+            return _unsupported(sql, "SELECT DISTINCT with aggregates", masters)
+        groups = [render(s.unalias()) for s in selects]
+    else:
+        groups = []
+    if len(set(groups)) != len(groups):
+        return _unsupported(sql, "a GROUP BY expression is repeated", masters)
+    for g in group_node.expressions if group_node is not None else []:
+        if isinstance(g, exp.Literal):
+            return _unsupported(
+                sql, "GROUP BY by position (GROUP BY 1); name the expressions", masters
+            )
+    components: list[str] = []
+    sums: set[int] = set()
+    aggregates: list[Aggregate] = []
+    for node in aggregates_found:
+        kind, arg = _aggregate_kind(node)
+        arg_sql = render(arg) if arg is not None and kind != "other" else None
+        component = None
+        if kind in ("count", "sum", "avg") and arg_sql is not None:
+            if arg_sql not in components:
+                components.append(arg_sql)
+            component = components.index(arg_sql)
+            if kind in ("sum", "avg"):
+                sums.add(component)
+        aggregates.append(Aggregate(kind, arg_sql, render(node), component))
+    outputs_list: list[Output] = []
+    for name, select in zip(names, selects, strict=True):
+        body = select.unalias()
+        text = render(body)
+        if text in groups:
+            outputs_list.append(Output(name, text, groups.index(text)))
+        elif body.find(exp.AggFunc) is not None:
+            outputs_list.append(Output(name, text))
+        else:
+            return _unsupported(
+                sql, f"output {name} is neither a GROUP BY expression nor an aggregate", masters
+            )
+    hidden = []
+    group_columns = []
+    for index, g in enumerate(groups):
+        holder = next((o.name for o in outputs_list if o.group == index), None)
+        if holder is None:
+            holder = f"{HIDDEN_PREFIX}g_{index}"
+            hidden.append((holder, g))
+        group_columns.append(holder)
+    hidden.append((f"{HIDDEN_PREFIX}count", "count(*)"))
+    for index, arg_sql in enumerate(components):
+        hidden.append((f"{HIDDEN_PREFIX}cnt_{index}", f"count({arg_sql})"))
+        if index in sums:
+            hidden.append((f"{HIDDEN_PREFIX}sum_{index}", f"sum({arg_sql})"))
+    return ViewPlan(
+        shape="aggregate", outputs=tuple(outputs_list), groups=tuple(groups),
+        group_columns=tuple(group_columns), aggregates=tuple(aggregates),
+        components=tuple(components), sum_components=frozenset(sums), hidden=tuple(hidden),
+        **base,  # type: ignore[arg-type]
+    )  # fmt: skip

@@ -1,0 +1,409 @@
+"""SQL of a refresh: the complete-refresh SELECT and the one-statement MERGE of a delta.
+
+Pure: from a ``ViewPlan``, the view's column types and where the changed rows come from.
+
+Changed rows become *images*: master rows with a sign, -1 for a row as it was before the
+refresh range and +1 for a row as it is after. On a keyed log, the net change per key is
+the first old image and the last new image by ``sequence__``; on a key-less log every
+row counts; when the log lacks a column the view reads, the images are read from the
+master by time travel for the changed keys (old: the snapshot the view reflected, new:
+the pinned one). Every delta is applied with one MERGE, so it is atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from dbt.adapters.fastrefresh import changevector as cv
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, string
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """Images from a log range."""
+
+    log_table: TableName
+    range_predicate: str
+    key_columns: tuple[str, ...]  # empty for a key-less log
+    master_columns: tuple[str, ...]  # all master columns at log creation (vector positions)
+
+
+@dataclass(frozen=True)
+class MasterSource:
+    """Images from the master by time travel, for the keys changed in a log range."""
+
+    log: LogSource
+    master: TableName
+    old_snapshot: int
+    new_snapshot: int
+
+
+Source = LogSource | MasterSource
+
+
+def _q(name: str) -> str:
+    return ident(name)
+
+
+def _cv_skip(plan: ViewPlan, log: LogSource) -> str:
+    """Skip updates that changed no column the view reads (``change_vector__``)."""
+    positions = [
+        log.master_columns.index(c) + 1 for c in plan.columns_read if c in log.master_columns
+    ]
+    if not positions:
+        return "TRUE"
+    touches = cv.sql_touches("change_vector__", positions, len(log.master_columns))
+    return f"(dmltype__ <> 'U' OR {touches})"
+
+
+def _needed(plan: ViewPlan, log: LogSource) -> list[str]:
+    cols = list(log.key_columns)
+    cols += [c for c in plan.columns_read if c not in cols]
+    return cols
+
+
+def image_ctes(plan: ViewPlan, source: Source) -> list[str]:
+    """CTEs ending in ``imgs``: the needed master columns plus ``__fr_sign``."""
+    log = source.log if isinstance(source, MasterSource) else source
+    cols = _needed(plan, log)
+    sel = ", ".join(_q(c) for c in cols)
+    where = f"({log.range_predicate}) AND {_cv_skip(plan, log)}"
+    if isinstance(source, MasterSource):
+        keys = ", ".join(_q(k) for k in log.key_columns)
+        on = " AND ".join(f"m.{_q(k)} <=> c.{_q(k)}" for k in log.key_columns)
+        m = source.master.sql
+        msel = ", ".join(f"m.{_q(c)}" for c in cols)
+        return [
+            f"__fr_keys AS (SELECT DISTINCT {keys} FROM {log.log_table.sql} WHERE {where})",
+            f"__fr_old AS (SELECT {msel}, -1 AS __fr_sign FROM {m} VERSION AS OF {source.old_snapshot} m "
+            f"LEFT SEMI JOIN __fr_keys c ON {on})",
+            f"__fr_new AS (SELECT {msel}, 1 AS __fr_sign FROM {m} VERSION AS OF {source.new_snapshot} m "
+            f"LEFT SEMI JOIN __fr_keys c ON {on})",
+            "imgs AS (SELECT * FROM __fr_old UNION ALL SELECT * FROM __fr_new)",
+        ]
+    if not log.key_columns:
+        return [
+            f"imgs AS (SELECT {sel}, IF(old_new__ = 'N', 1, -1) AS __fr_sign "
+            f"FROM {log.log_table.sql} WHERE {where})"
+        ]
+    part = ", ".join(_q(k) for k in log.key_columns)
+    return [
+        f"__fr_rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.log_table.sql} WHERE {where})",
+        "__fr_ranked AS (SELECT *, "
+        f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__) AS __fr_first, "
+        f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__ DESC) AS __fr_last "
+        "FROM __fr_rng)",
+        f"imgs AS (SELECT {sel}, -1 AS __fr_sign FROM __fr_ranked WHERE __fr_first = 1 AND old_new__ = 'O' "
+        f"UNION ALL SELECT {sel}, 1 AS __fr_sign FROM __fr_ranked WHERE __fr_last = 1 AND old_new__ = 'N')",
+    ]
+
+
+# -- complete refresh ---------------------------------------------------------------------
+
+
+def pin_tables(tree: Any, pins: Mapping[TableName, int | None]) -> Any:
+    """Read every pinned master at its snapshot (``VERSION AS OF``)."""
+    for table in tree.find_all(exp.Table):
+        if not table.db:
+            continue
+        snapshot = pins.get(TableName(table.db.lower(), table.name.lower()))
+        if snapshot is not None:
+            table.set(
+                "version",
+                exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)),
+            )
+    return tree
+
+
+def complete_select(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> str:
+    """The SELECT that builds the whole view, hidden columns included, on pinned masters."""
+    if not plan.supported:
+        try:
+            tree = sqlglot.parse_one(plan.sql, read=DIALECT)
+        except sqlglot.errors.SqlglotError:
+            return plan.sql
+        return pin_tables(tree, pins).sql(dialect=DIALECT)
+    tree = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
+    assert isinstance(tree, exp.Select)
+    if plan.shape == "projection" and not plan.keyed:
+        names = ", ".join(_q(o.name) for o in plan.outputs)
+        return (
+            f"SELECT *, count(1) OVER (PARTITION BY {names}) AS __fr_multiplicity "
+            f"FROM ({tree.sql(dialect=DIALECT)}) __fr_q"
+        )
+    if plan.shape == "aggregate" and tree.args.get("distinct") is not None:
+        tree.set("distinct", None)
+        tree = tree.group_by(*[sqlglot.parse_one(g, read=DIALECT) for g in plan.groups], copy=False)
+    extra = [f"{sql} AS {_q(name)}" for name, sql in plan.hidden]
+    if extra:
+        tree = tree.select(*extra, dialect=DIALECT, copy=False)
+    return tree.sql(dialect=DIALECT)
+
+
+# -- deltas --------------------------------------------------------------------------------
+
+
+def _null(column: str, types: Mapping[str, str]) -> str:
+    return f"CAST(NULL AS {types[column]})"
+
+
+def _insert(plan: ViewPlan, values: Mapping[str, str]) -> str:
+    cols = list(plan.view_columns)
+    return (
+        f"INSERT ({', '.join(_q(c) for c in cols)}) VALUES ({', '.join(values[c] for c in cols)})"
+    )
+
+
+def _projection_keyed(
+    plan: ViewPlan, view: TableName, types: Mapping[str, str], ctes: Sequence[str]
+) -> str:
+    alias = plan.alias
+    key_exprs = {
+        vc: f"{alias}.{_q(k)}"
+        for k, vc in zip(plan.key_columns, plan.key_view_columns, strict=True)
+    }
+    outputs = {o.name: o.sql for o in plan.outputs}
+    outputs.update({name: sql for name, sql in plan.hidden})
+    cols = list(plan.view_columns)
+    deletes = ", ".join(
+        (f"{key_exprs[c]} AS {_q(c)}" if c in key_exprs else f"{_null(c, types)} AS {_q(c)}")
+        for c in cols
+    )
+    inserts = ", ".join(f"CAST({outputs[c]} AS {types[c]}) AS {_q(c)}" for c in cols)
+    keys = ", ".join(key_exprs[c] for c in plan.key_view_columns)
+    where = f" AND ({plan.filter})" if plan.filter else ""
+    source = (
+        f"WITH {', '.join(ctes)} "
+        f"SELECT {deletes}, 'D' AS __fr_op FROM (SELECT DISTINCT {keys} FROM imgs {alias}) {alias} "
+        f"UNION ALL SELECT {inserts}, 'I' AS __fr_op FROM imgs {alias} WHERE {alias}.__fr_sign = 1{where}"
+    )
+    on = " AND ".join(f"t.{_q(c)} <=> s.{_q(c)}" for c in plan.key_view_columns)
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
+        "WHEN MATCHED THEN DELETE "
+        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {_insert(plan, {c: f's.{_q(c)}' for c in cols})}"
+    )
+
+
+def _projection_counted(
+    plan: ViewPlan, view: TableName, types: Mapping[str, str], ctes: Sequence[str]
+) -> str:
+    alias = plan.alias
+    names = [o.name for o in plan.outputs]
+    where = f" WHERE {plan.filter}" if plan.filter else ""
+    outs = ", ".join(f"CAST({o.sql} AS {types[o.name]}) AS {_q(o.name)}" for o in plan.outputs)
+    groups = ", ".join(o.sql for o in plan.outputs)
+    eq = " AND ".join(f"c.{_q(n)} <=> d.{_q(n)}" for n in names)
+    plain = ", ".join(_q(n) for n in names)
+    message = string(
+        f"dbt-fastrefresh: {view} holds fewer rows than its log deletes; refresh it completely"
+    )
+    source = (
+        f"WITH {', '.join(ctes)}, "
+        f"__fr_d AS (SELECT {outs}, sum({alias}.__fr_sign) AS __fr_delta FROM imgs {alias}{where} GROUP BY {groups}), "
+        "__fr_dn AS (SELECT * FROM __fr_d WHERE __fr_delta <> 0), "
+        f"__fr_cur AS (SELECT DISTINCT {', '.join('c.' + _q(n) for n in names)}, c.__fr_multiplicity "
+        f"FROM {view.sql} c LEFT SEMI JOIN __fr_dn d ON {eq}), "
+        f"__fr_j AS (SELECT {', '.join('d.' + _q(n) for n in names)}, "
+        "coalesce(c.__fr_multiplicity, 0) + d.__fr_delta AS __fr_new "
+        f"FROM __fr_dn d LEFT JOIN __fr_cur c ON {eq} "
+        f"WHERE IF(coalesce(c.__fr_multiplicity, 0) + d.__fr_delta < 0, CAST(raise_error({message}) AS BOOLEAN), TRUE)) "
+        f"SELECT {plain}, CAST(0 AS BIGINT) AS __fr_multiplicity, 'D' AS __fr_op FROM __fr_j "
+        f"UNION ALL SELECT {plain}, CAST(__fr_new AS BIGINT), 'I' FROM __fr_j "
+        "LATERAL VIEW explode(sequence(1, CAST(greatest(__fr_new, 1) AS INT))) __fr_e AS __fr_i "
+        "WHERE __fr_new > 0"
+    )
+    on = " AND ".join(f"t.{_q(n)} <=> s.{_q(n)}" for n in names)
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
+        "WHEN MATCHED THEN DELETE "
+        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
+        f"{_insert(plan, {c: f's.{_q(c)}' for c in plan.view_columns})}"
+    )
+
+
+def _replace(
+    sql: str,
+    plan: ViewPlan,
+    aggregate_value: Mapping[str, str],
+    group_value: Sequence[str],
+) -> str:
+    """An output expression over new component values instead of aggregate calls."""
+    tree = sqlglot.parse_one(sql, read=DIALECT)
+    groups = list(plan.groups)
+
+    def swap(node: Any) -> Any:
+        text = node.sql(dialect=DIALECT)
+        if isinstance(node, exp.AggFunc) and text in aggregate_value:
+            return sqlglot.parse_one(aggregate_value[text], read=DIALECT)
+        if text in groups and not isinstance(node, exp.AggFunc):
+            return sqlglot.parse_one(group_value[groups.index(text)], read=DIALECT)
+        return node
+
+    return tree.transform(swap).sql(dialect=DIALECT)
+
+
+def _component_values(
+    plan: ViewPlan, side: str | None, avg_types: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(new hidden column values, new value of each aggregate call).
+
+    ``side`` 't' for an existing group (old value + delta), None for a new group.
+    """
+
+    def new(name: str, delta: str) -> str:
+        return f"(t.{name} + s.{delta})" if side else f"s.{delta}"
+
+    hidden = {"__fr_count": new("__fr_count", "__fr_d_count")}
+    for j in range(len(plan.components)):
+        count = new(f"__fr_cnt_{j}", f"__fr_d_cnt_{j}")
+        hidden[f"__fr_cnt_{j}"] = count
+        if j in plan.sum_components:
+            total = (
+                f"coalesce(t.__fr_sum_{j}, 0) + coalesce(s.__fr_d_sum_{j}, 0)"
+                if side
+                else f"s.__fr_d_sum_{j}"
+            )
+            hidden[f"__fr_sum_{j}"] = f"IF({count} = 0, NULL, {total})"
+    values: dict[str, str] = {}
+    for agg in plan.aggregates:
+        if agg.kind == "count_star":
+            values[agg.node_sql] = hidden["__fr_count"]
+        elif agg.kind == "count":
+            values[agg.node_sql] = hidden[f"__fr_cnt_{agg.component}"]
+        elif agg.kind == "sum":
+            values[agg.node_sql] = hidden[f"__fr_sum_{agg.component}"]
+        elif agg.kind == "avg":
+            ratio = f"{hidden[f'__fr_sum_{agg.component}']} / {hidden[f'__fr_cnt_{agg.component}']}"
+            kind = avg_types.get(agg.arg or "")
+            values[agg.node_sql] = f"CAST({ratio} AS {kind})" if kind else f"({ratio})"
+    for name, sql in list(hidden.items()):
+        hidden[name] = sql
+    return hidden, values
+
+
+def _aggregate_signed(
+    plan: ViewPlan,
+    view: TableName,
+    types: Mapping[str, str],
+    ctes: Sequence[str],
+    avg_types: Mapping[str, str],
+) -> str:
+    alias = plan.alias
+    where = f" WHERE {plan.filter}" if plan.filter else ""
+    parts = [f"{g} AS __fr_g_{i}" for i, g in enumerate(plan.groups)]
+    parts.append(f"coalesce(sum({alias}.__fr_sign), 0) AS __fr_d_count")
+    changed = ["__fr_d_count <> 0"]
+    for j, arg in enumerate(plan.components):
+        parts.append(
+            f"coalesce(sum(IF(({arg}) IS NULL, 0, {alias}.__fr_sign)), 0) AS __fr_d_cnt_{j}"
+        )
+        changed.append(f"__fr_d_cnt_{j} <> 0")
+        if j in plan.sum_components:
+            parts.append(f"sum({alias}.__fr_sign * ({arg})) AS __fr_d_sum_{j}")
+            changed.append(f"coalesce(__fr_d_sum_{j}, 0) <> 0")
+    group_by = f" GROUP BY {', '.join(plan.groups)}" if plan.groups else ""
+    source = (
+        f"WITH {', '.join(ctes)}, __fr_d AS (SELECT {', '.join(parts)} FROM imgs {alias}{where}{group_by}) "
+        f"SELECT * FROM __fr_d WHERE {' OR '.join(changed)}"
+    )
+    old_hidden, old_values = _component_values(plan, "t", avg_types)
+    new_hidden, new_values = _component_values(plan, None, avg_types)
+    group_t = [f"t.{_q(c)}" for c in plan.group_columns]
+    group_s = [f"s.__fr_g_{i}" for i in range(len(plan.groups))]
+    sets = [f"{_q(n)} = CAST({v} AS {types[n]})" for n, v in old_hidden.items()]
+    for o in plan.outputs:
+        if o.group is None:
+            value = _replace(o.sql, plan, old_values, group_t)
+            sets.append(f"{_q(o.name)} = CAST({value} AS {types[o.name]})")
+    inserts: dict[str, str] = {}
+    for i, column in enumerate(plan.group_columns):
+        inserts[column] = f"CAST(s.__fr_g_{i} AS {types[column]})"
+    for name, value in new_hidden.items():
+        inserts[name] = f"CAST({value} AS {types[name]})"
+    for o in plan.outputs:
+        if o.group is None:
+            inserts[o.name] = (
+                f"CAST({_replace(o.sql, plan, new_values, group_s)} AS {types[o.name]})"
+            )
+    if plan.global_aggregate:
+        return (
+            f"MERGE INTO {view.sql} t USING ({source}) s ON 1 = 1 "
+            f"WHEN MATCHED THEN UPDATE SET {', '.join(sets)}"
+        )
+    on = " AND ".join(f"t.{_q(c)} <=> s.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} "
+        "WHEN MATCHED AND t.__fr_count + s.__fr_d_count = 0 THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {', '.join(sets)} "
+        f"WHEN NOT MATCHED AND s.__fr_d_count > 0 THEN {_insert(plan, inserts)}"
+    )
+
+
+def _aggregate_recompute(
+    plan: ViewPlan,
+    view: TableName,
+    types: Mapping[str, str],
+    ctes: Sequence[str],
+    pins: Mapping[TableName, int | None],
+) -> str:
+    """Recompute the groups the changes touched, from the pinned master."""
+    alias = plan.alias
+    where = f" WHERE {plan.filter}" if plan.filter else ""
+    cols = list(plan.view_columns)
+    full = complete_select(plan, pins)
+    if plan.global_aggregate:
+        source = (
+            f"WITH {', '.join(ctes)} SELECT * FROM ({full}) __fr_re "
+            f"WHERE EXISTS (SELECT 1 FROM imgs {alias})"
+        )
+        sets = ", ".join(f"{_q(c)} = s.{_q(c)}" for c in cols)
+        return f"MERGE INTO {view.sql} t USING ({source}) s ON 1 = 1 WHEN MATCHED THEN UPDATE SET {sets}"
+    affected = ", ".join(f"{g} AS __fr_g_{i}" for i, g in enumerate(plan.groups))
+    tree = sqlglot.parse_one(full, read=DIALECT)
+    assert isinstance(tree, exp.Select)
+    semi = " AND ".join(f"{g} <=> __fr_ag.__fr_g_{i}" for i, g in enumerate(plan.groups))
+    tree = tree.join("__fr_ag", on=semi, join_type="left semi", dialect=DIALECT, copy=False)
+    back = " AND ".join(f"re.{_q(c)} <=> ag.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
+    picks = ", ".join(f"re.{_q(c)}" for c in cols)
+    source = (
+        f"WITH {', '.join(ctes)}, "
+        f"__fr_ag AS (SELECT DISTINCT {affected} FROM imgs {alias}{where}), "
+        f"__fr_re AS ({tree.sql(dialect=DIALECT)}) "
+        f"SELECT {picks}, {', '.join(f'ag.__fr_g_{i}' for i in range(len(plan.groups)))}, "
+        "re.__fr_count IS NULL AS __fr_gone "
+        f"FROM __fr_ag ag LEFT JOIN __fr_re re ON {back}"
+    )
+    on = " AND ".join(f"t.{_q(c)} <=> s.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
+    sets = ", ".join(f"{_q(c)} = s.{_q(c)}" for c in cols)
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} "
+        "WHEN MATCHED AND s.__fr_gone THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND NOT s.__fr_gone THEN {_insert(plan, {c: f's.{_q(c)}' for c in cols})}"
+    )
+
+
+def delta_merge(
+    plan: ViewPlan,
+    view: TableName,
+    types: Mapping[str, str],
+    source: Source,
+    pins: Mapping[TableName, int | None],
+    avg_types: Mapping[str, str],
+) -> str:
+    """The MERGE that applies the changes of ``source`` to the view."""
+    ctes = image_ctes(plan, source)
+    if plan.shape == "projection":
+        if plan.keyed:
+            return _projection_keyed(plan, view, types, ctes)
+        return _projection_counted(plan, view, types, ctes)
+    if plan.algebraic:
+        return _aggregate_signed(plan, view, types, ctes, avg_types)
+    return _aggregate_recompute(plan, view, types, ctes, pins)

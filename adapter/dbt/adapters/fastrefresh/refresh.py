@@ -1,0 +1,399 @@
+"""One view's refresh, end to end: Oracle's DBMS_MVIEW.REFRESH for a dbt model.
+
+1. Analyze the view's SQL; read its masters and their logs.
+2. Setup per log (capture, verify, choose the refresh time, mark) — ``logsite.setup``.
+3. Decide: fast, or complete with the reason (``refresh_method: force``), or fail
+   naming cause and fix (``refresh_method: fast``).
+4. Apply: one MERGE of the delta (fast), or ``CREATE OR REPLACE TABLE ... AS`` on the
+   pinned master snapshots (complete).
+5. Wrap-up per log (record the view's refresh, purge) — ``logsite.wrap_up``; then the
+   view's registry row and the run's history row.
+
+Crash safety: the registry remembers the view table's Iceberg snapshot after each
+refresh. A refresh that died after changing the view but before its wrap-up left a
+different snapshot, and the next refresh rebuilds the view completely instead of
+applying a change twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dbt.adapters.fastrefresh import logsite
+from dbt.adapters.fastrefresh import master as mt
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.executor import Executor
+from dbt.adapters.fastrefresh.ivm import sqlgen
+from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan, analyze, tables_of
+from dbt.adapters.fastrefresh.registry import LogInfo, MviewInfo, Registry
+from dbt.adapters.fastrefresh.sqltext import TableName, literal
+
+METHODS = ("force", "fast", "complete")
+VIEW_PROPERTIES = "'format-version'='2'"
+
+
+@dataclass
+class RefreshResult:
+    view: TableName
+    refresh_type: str  # FAST or COMPLETE
+    reason: str | None
+    log_rows: int
+    seconds: float
+    phases: dict[str, float] = field(default_factory=dict)
+    noop: bool = False
+
+    def message(self) -> str:
+        if self.refresh_type == "FAST":
+            what = "no changes" if self.noop else f"{self.log_rows} log row(s)"
+            return f"FAST refresh of {self.view}: {what}"
+        return f"COMPLETE refresh of {self.view}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class MasterState:
+    name: TableName
+    columns: list[mt.Column]
+    log: LogInfo | None
+
+
+def _schema_hash(masters: list[MasterState]) -> str:
+    text = ";".join(
+        f"{m.name}:" + ",".join(f"{c.name} {c.type}" for c in m.columns) for m in masters
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _current_view_snapshot(x: Executor, view: TableName) -> int | None:
+    value = mt.table_property(x, view, "current-snapshot-id")
+    return int(value) if value and value.lstrip("-").isdigit() else None
+
+
+def decide(
+    method: str,
+    full_refresh: bool,
+    exists: bool,
+    plan: ViewPlan,
+    row: MviewInfo | None,
+    masters: list[MasterState],
+    schema_hash: str,
+    view_snapshot: int | None,
+) -> tuple[str | None, bool]:
+    """Why the view cannot refresh fast (None: it can), and whether that is expected.
+
+    Expected reasons (complete method, --full-refresh, first build) never fail a
+    ``fast`` refresh; the others do, under ``fast``.
+    """
+    if method == "complete":
+        return "refresh_method is complete", True
+    if full_refresh:
+        return "--full-refresh", True
+    if not exists:
+        return "first build", True
+    if row is None:
+        return (
+            "the view is not registered (built by another materialization, or unregistered)",
+            False,
+        )
+    if row.query_hash != plan.query_hash:
+        return "the view's definition changed", False
+    if row.master_schema_hash != schema_hash:
+        return "a master table's columns changed", False
+    if row.view_snapshot is None or row.view_snapshot != view_snapshot:
+        return (
+            "a previous refresh of the view did not finish (or its table was changed outside "
+            "dbt-fastrefresh)",
+            False,
+        )
+    if not plan.supported:
+        return plan.reason, False
+    for m in masters:
+        if m.log is None:
+            return f"the master table {m.name} has no materialized view log", False
+    return None, True
+
+
+def _fix_for(reason: str, masters: list[MasterState]) -> str:
+    if "has no materialized view log" in reason:
+        missing = next((m.name for m in masters if m.log is None), "")
+        return f"create it with dbt run-operation fast_refresh.create_mview_log --args \"{{master: '{missing}'}}\", then run with --full-refresh"
+    if "the query uses" in reason or "not fast-refreshable" in reason or "must read" in reason:
+        return "rewrite the query into a supported shape (see docs/fast-refresh.md), or set refresh_method='force'"
+    return "run `dbt run --full-refresh -s <model>` once (a complete refresh), or set refresh_method='force'"
+
+
+def refresh_view(
+    x: Executor,
+    registry: Registry,
+    view: TableName,
+    sql: str,
+    method: str,
+    full_refresh: bool,
+    exists: bool,
+    table_options: str,
+    clock: Callable[[], dt.datetime],
+) -> RefreshResult:
+    """Refresh one view (see the module docstring)."""
+    if method not in METHODS:
+        raise FastRefreshError(
+            f"Model {view}: refresh_method must be one of {', '.join(METHODS)}, got {method!r}. "
+            "Fix: set refresh_method='force' (fast when possible, else complete)."
+        )
+    started = time.monotonic()
+    phases: dict[str, float] = {}
+    run_started = clock()
+    registry.ensure()
+
+    masters: list[MasterState] = []
+    for name in tables_of(sql):
+        if not mt.table_exists(x, name):
+            continue
+        columns, info = mt.describe(x, name)
+        if (
+            info.get("Provider", "").lower() != "iceberg"
+            and "table_type=iceberg" not in info.get("Table Properties", "").lower()
+        ):
+            continue
+        masters.append(MasterState(name, columns, registry.log_for_master(name)))
+    plan = analyze(
+        sql,
+        {m.name: m.columns for m in masters},
+        {m.name: list(m.log.key_columns) for m in masters if m.log and not m.log.keyless},
+    )
+    row = registry.mview(view)
+    schema_hash = _schema_hash(masters)
+    view_snapshot = _current_view_snapshot(x, view) if exists else None
+    reason, expected = decide(
+        method, full_refresh, exists, plan, row, masters, schema_hash, view_snapshot
+    )
+    phases["analyze"] = time.monotonic() - started
+
+    mark = time.monotonic()
+    setups: dict[TableName, logsite.Setup] = {}
+    for m in masters:
+        if m.log is not None:
+            setups[m.name] = logsite.setup(
+                x, registry, m.name, view, clock, row.last_refresh_time if row else None
+            )
+    pins: dict[TableName, int | None] = {
+        m.name: setups[m.name].master_snapshot
+        if m.name in setups
+        else mt.current_snapshot(x, m.name)
+        for m in masters
+    }
+    phases["capture_setup"] = time.monotonic() - mark
+    if reason is None:
+        for setup in setups.values():
+            if setup.problem:
+                reason, expected = setup.problem, False
+                break
+    sources: dict[TableName, sqlgen.Source] = {}
+    if reason is None:
+        reason = _plan_sources(plan, masters, setups, sources)
+    if reason is not None and not expected and method == "fast":
+        _record_failure(registry, view, run_started, clock, f"{reason}", "FAST")
+        raise FastRefreshError(
+            f"Fast refresh of {view} is not possible: {reason}. Fix: {_fix_for(reason, masters)}."
+        )
+
+    mark = time.monotonic()
+    log_rows = 0
+    noop = False
+    try:
+        refresh_type, log_rows, noop = _apply(
+            x, view, plan, reason, setups, sources, pins, table_options
+        )
+    except Exception as exc:
+        _record_failure(
+            registry, view, run_started, clock, str(exc), "FAST" if reason is None else "COMPLETE"
+        )
+        raise
+    phases["apply"] = time.monotonic() - mark
+    new_snapshot = _current_view_snapshot(x, view)
+
+    mark = time.monotonic()
+    for setup in setups.values():
+        logsite.wrap_up(x, registry, setup)
+    phases["wrap_up"] = time.monotonic() - mark
+    now = max((s.now for s in setups.values()), default=clock())
+    _record_view(
+        registry,
+        view,
+        plan,
+        method,
+        masters,
+        schema_hash,
+        refresh_type,
+        now,
+        reason,
+        new_snapshot,
+        pins,
+        row,
+    )
+    seconds = time.monotonic() - started
+    phases["total"] = seconds
+    registry.insert(
+        "refresh_runs",
+        [
+            {
+                "run_id": uuid.uuid4().hex,
+                "mview": str(view),
+                "started": run_started,
+                "ended": clock(),
+                "refresh_type": refresh_type,
+                "reason": reason,
+                "log_rows_read": log_rows,
+                "rows_applied": None,
+                "status": "SUCCESS",
+                "error": None,
+                "phase_seconds": {k: round(v, 4) for k, v in phases.items()},
+            }
+        ],
+    )
+    return RefreshResult(view, refresh_type, reason, log_rows, seconds, phases, noop)
+
+
+def _apply(
+    x: Executor,
+    view: TableName,
+    plan: ViewPlan,
+    reason: str | None,
+    setups: dict[TableName, logsite.Setup],
+    sources: dict[TableName, sqlgen.Source],
+    pins: dict[TableName, int | None],
+    table_options: str,
+) -> tuple[str, int, bool]:
+    """Change the view: one MERGE per master with pending changes, or a rebuild."""
+    if reason is None:
+        pending = {m: s for m, s in setups.items() if s.through_sequence > s.after_sequence}
+        log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
+        if not pending:
+            return "FAST", 0, True
+        types = {c.name: c.type for c in mt.describe(x, view)[0]}
+        avg_types = _avg_types(x, plan, pins)
+        for name in pending:
+            x.execute(sqlgen.delta_merge(plan, view, types, sources[name], pins, avg_types))
+        return "FAST", log_rows, False
+    select = sqlgen.complete_select(plan, pins)
+    properties = (
+        "" if "tblproperties" in table_options.lower() else f"TBLPROPERTIES ({VIEW_PROPERTIES})"
+    )
+    x.execute(
+        f"CREATE OR REPLACE TABLE {view.sql} USING iceberg {table_options} {properties} AS {select}"
+    )
+    return "COMPLETE", 0, False
+
+
+def _plan_sources(
+    plan: ViewPlan,
+    masters: list[MasterState],
+    setups: dict[TableName, logsite.Setup],
+    sources: dict[TableName, sqlgen.Source],
+) -> str | None:
+    """Where each master's changes come from; a reason when they cannot be had."""
+    for m in masters:
+        setup = setups[m.name]
+        log = setup.log
+        source = sqlgen.LogSource(
+            log.log_table,
+            setup.range_predicate(),
+            () if log.keyless else log.key_columns,
+            log.master_columns,
+        )
+        if set(plan.columns_read) <= set(log.columns):
+            sources[m.name] = source
+            continue
+        missing = sorted(set(plan.columns_read) - set(log.columns))
+        previous = setup.user.master_snapshot if setup.user else None
+        if log.keyless or previous is None or setup.master_snapshot is None:
+            return (
+                f"the log {log.log_table} does not hold column(s) {', '.join(missing)} the view "
+                "reads, and the master's earlier snapshot is unknown"
+            )
+        sources[m.name] = sqlgen.MasterSource(source, m.name, previous, setup.master_snapshot)
+    return None
+
+
+def _avg_types(x: Executor, plan: ViewPlan, pins: dict[TableName, int | None]) -> dict[str, str]:
+    """Spark's result type of each AVG(arg) (so incremental averages match exactly)."""
+    args = sorted({a.arg for a in plan.aggregates if a.kind == "avg" and a.arg})
+    if not args:
+        return {}
+    master = plan.masters[0]
+    pin = pins.get(master)
+    version = f" VERSION AS OF {pin}" if pin is not None else ""
+    select = ", ".join(f"typeof(avg({arg}))" for arg in args)
+    row = x.query(f"SELECT {select} FROM {master.sql}{version} {plan.alias} WHERE FALSE")[0]
+    return dict(zip(args, [str(v) for v in row], strict=True))
+
+
+def _record_view(
+    registry: Registry,
+    view: TableName,
+    plan: ViewPlan,
+    method: str,
+    masters: list[MasterState],
+    schema_hash: str,
+    refresh_type: str,
+    now: dt.datetime,
+    reason: str | None,
+    view_snapshot: int | None,
+    pins: dict[TableName, int | None],
+    row: MviewInfo | None,
+) -> None:
+    values = {
+        "query_hash": plan.query_hash,
+        "refresh_method": method,
+        "masters": [str(m.name) for m in masters],
+        "shape": plan.shape if plan.supported else f"unsupported: {plan.reason}",
+        "last_refresh_type": refresh_type,
+        "last_refresh_time": now,
+        "staleness": "FRESH",
+        "last_fallback_reason": reason
+        if refresh_type == "COMPLETE"
+        else (row.last_fallback_reason if row else None),
+        "view_snapshot": view_snapshot,
+        "master_snapshots": {str(k): v for k, v in pins.items() if v is not None},
+        "master_schema_hash": schema_hash,
+    }
+    if row is None:
+        registry.insert("mviews", [{"mview": str(view), "registered_at": now, **values}])
+    else:
+        registry.update("mviews", f"mview = {literal(str(view))}", values)
+
+
+def _record_failure(
+    registry: Registry,
+    view: TableName,
+    started: dt.datetime,
+    clock: Callable[[], dt.datetime],
+    error: str,
+    kind: str,
+) -> None:
+    registry.insert(
+        "refresh_runs",
+        [
+            {
+                "run_id": uuid.uuid4().hex,
+                "mview": str(view),
+                "started": started,
+                "ended": clock(),
+                "refresh_type": kind,
+                "reason": None,
+                "log_rows_read": 0,
+                "rows_applied": None,
+                "status": "FAILED",
+                "error": error[:4000],
+                "phase_seconds": {},
+            }
+        ],
+    )
+    where = f"mview = {literal(str(view))}"
+    if registry.select("mviews", where):
+        registry.update(
+            "mviews", where, {"staleness": "UNUSABLE", "last_fallback_reason": error[:4000]}
+        )

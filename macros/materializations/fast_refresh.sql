@@ -1,0 +1,50 @@
+{#-
+  materialized='fast_refresh': an Oracle-style fast-refresh materialized view.
+
+  config:
+    refresh_method: force (default: fast when possible, else complete, saying why)
+                    | fast (fail, naming cause and fix, when a fast refresh is impossible)
+                    | complete (always rebuild)
+    partition_by, clustered_by, buckets, location_root, tblproperties, persist_docs: as dbt-spark
+  The storage is always an Iceberg table. The protocol (capture, setup, delta, wrap-up)
+  runs in the adapter's Python layer: adapter.fr_refresh_model.
+-#}
+{% materialization fast_refresh, adapter='fastrefresh' %}
+  {%- set method = config.get('refresh_method', 'force') -%}
+  {%- if method not in ['force', 'fast', 'complete'] -%}
+    {{ exceptions.raise_compiler_error(
+        "Model " ~ this ~ ": refresh_method must be 'force', 'fast' or 'complete', not '"
+        ~ method ~ "'. Fix: config(refresh_method='force') (fast when possible, else complete).") }}
+  {%- endif -%}
+  {%- set file_format = config.get('file_format', 'iceberg') -%}
+  {%- if file_format != 'iceberg' -%}
+    {{ exceptions.raise_compiler_error(
+        "Model " ~ this ~ ": a fast_refresh view is stored as an Iceberg table, but file_format is '"
+        ~ file_format ~ "'. Fix: remove file_format or set file_format='iceberg'.") }}
+  {%- endif -%}
+
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing = load_cached_relation(this) -%}
+  {%- if existing is not none and not existing.is_table -%}
+    {#- A view (or other relation) of that name from another materialization goes first. -#}
+    {% do adapter.drop_relation(existing) %}
+    {%- set existing = none -%}
+  {%- endif -%}
+  {%- set table_options -%}
+    {{ partition_cols(label="partitioned by") }} {{ clustered_cols(label="clustered by") }}
+    {{ location_clause() }} {{ comment_clause() }} {{ tblproperties_clause() }}
+  {%- endset -%}
+
+  {{ run_hooks(pre_hooks) }}
+  {%- set result = adapter.fr_refresh_model(
+        target_relation, existing, sql, method, should_full_refresh(), table_options) -%}
+  {%- if result.get('type') == 'COMPLETE' -%}
+    {{ log("fast_refresh " ~ this ~ ": COMPLETE refresh (" ~ result.reason ~ ")", info=true) }}
+  {%- endif -%}
+  {% do store_raw_result(
+        name='main', message=result.get('message', ''), code=result.get('type', 'OK'),
+        rows_affected=result.get('log_rows', 0)) %}
+  {{ run_hooks(post_hooks) }}
+  {% do persist_docs(target_relation, model) %}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
