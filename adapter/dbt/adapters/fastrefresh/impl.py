@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.spark.impl import SparkAdapter
 
-from dbt.adapters.fastrefresh import admin, capture, logs, refresh
+from dbt.adapters.fastrefresh import admin, capture, inspection, logs, refresh
 from dbt.adapters.fastrefresh import master as master_module
 from dbt.adapters.fastrefresh.clock import utcnow
 from dbt.adapters.fastrefresh.connections import (
@@ -168,6 +168,34 @@ class FastrefreshAdapter(SparkAdapter):
             "type": result.refresh_type, "reason": result.reason, "message": result.message(),
             "log_rows": result.log_rows, "noop": result.noop, "seconds": round(result.seconds, 3),
         }  # fmt: skip
+
+    @available.parse(_parse_stub)
+    def fr_refresh_mviews(self, names: Any, method: str = "force") -> str:
+        """DBMS_MVIEW.REFRESH with a list: names as a list or a comma-separated string."""
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",") if n.strip()]
+        method = {"f": "fast", "c": "complete", "?": "force"}.get(
+            str(method).lower(), str(method).lower()
+        )
+        results = refresh.refresh_mviews(
+            self._executor(), self._registry(), list(names), method, utcnow
+        )
+        return "\n".join(r.message() for r in results)
+
+    @available.parse(_parse_stub)
+    def fr_explain_mview(self, target: Any) -> str:
+        return inspection.explain(self._executor(), self._registry(), str(target))
+
+    @available.parse(lambda *args, **kwargs: ["FRESH", ""])
+    def fr_staleness(self, relation: Any) -> list[str]:
+        state, why = inspection.staleness(
+            self._executor(), self._registry(), TableName.parse(relation), utcnow
+        )
+        return [state, why]
+
+    @available.parse(_parse_stub)
+    def fr_pinned_definition(self, relation: Any) -> str:
+        return inspection.pinned_definition(self._registry(), TableName.parse(relation))
 
     @available.parse(_parse_stub)
     def fr_unregister_mview(self, mview: Any) -> str:

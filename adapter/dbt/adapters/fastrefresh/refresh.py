@@ -233,6 +233,7 @@ def refresh_view(
         new_snapshot,
         pins,
         row,
+        table_options,
     )
     seconds = time.monotonic() - started
     phases["total"] = seconds
@@ -344,8 +345,11 @@ def _record_view(
     view_snapshot: int | None,
     pins: dict[TableName, int | None],
     row: MviewInfo | None,
+    table_options: str,
 ) -> None:
     values = {
+        "definition": plan.sql,
+        "table_options": " ".join(table_options.split()),
         "query_hash": plan.query_hash,
         "refresh_method": method,
         "masters": [str(m.name) for m in masters],
@@ -397,3 +401,34 @@ def _record_failure(
         registry.update(
             "mviews", where, {"staleness": "UNUSABLE", "last_fallback_reason": error[:4000]}
         )
+
+
+def refresh_mviews(
+    x: Executor,
+    registry: Registry,
+    names: list[str],
+    method: str,
+    clock: Callable[[], dt.datetime],
+) -> list[RefreshResult]:
+    """DBMS_MVIEW.REFRESH(list, method): refresh registered views from their definitions."""
+    from dbt.adapters.fastrefresh.inspection import registered
+
+    registry.ensure()
+    results = []
+    for name in names:
+        view = TableName.parse(name)
+        row = registered(registry, view)
+        results.append(
+            refresh_view(
+                x,
+                registry,
+                view,
+                row.definition or "",
+                method,
+                False,
+                mt.table_exists(x, view),
+                row.table_options or "",
+                clock,
+            )
+        )
+    return results

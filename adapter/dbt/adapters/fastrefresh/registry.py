@@ -77,6 +77,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("master_snapshots", "MAP<STRING, BIGINT>"),
         ("master_schema_hash", "STRING"),
         ("registered_at", "TIMESTAMP_NTZ"),
+        ("definition", "STRING"),  # the view's compiled SQL (Oracle: the MV's query text)
+        ("table_options", "STRING"),  # PARTITIONED BY / TBLPROPERTIES ... of its table
     ],
     "refresh_runs": [
         ("run_id", "STRING"),
@@ -173,6 +175,8 @@ class MviewInfo:
     master_snapshots: Mapping[str, int] = field(default_factory=dict)
     master_schema_hash: str | None = None
     registered_at: dt.datetime | None = None
+    definition: str | None = None
+    table_options: str | None = None
 
 
 def _row_to_dict(table: str, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -367,4 +371,6 @@ def _mview_info(row: dict[str, Any]) -> MviewInfo:
         master_snapshots=dict(row["master_snapshots"] or {}),
         master_schema_hash=row["master_schema_hash"],
         registered_at=row["registered_at"],
+        definition=row["definition"],
+        table_options=row["table_options"],
     )
