@@ -114,6 +114,7 @@ def user_columns(spark: SparkSession, view: str) -> str:
 
 
 def show_views(spark: SparkSession, moment: str) -> None:
+    """Print the part of each view that the DML changes."""
     for view in VIEWS:
         frame = spark.sql(f"select {user_columns(spark, view)} from analytics.{view} {WATCH[view]}")
         show(frame, f"analytics.{view} {moment}: {WATCH[view]}")

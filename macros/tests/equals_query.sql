@@ -9,8 +9,12 @@
   {%- if not execute -%}
     select 1 as side where false
   {%- else -%}
-    {%- set columns = adapter.get_columns_in_relation(model)
-          | map(attribute='name') | reject('match', '^__fr_') | list -%}
+    {%- set columns = [] -%}
+    {%- for column in adapter.get_columns_in_relation(model) -%}
+      {%- if not column.name.startswith('__fr_') -%}
+        {%- do columns.append(adapter.quote(column.name)) -%}
+      {%- endif -%}
+    {%- endfor -%}
     {%- set cols = columns | join(', ') -%}
     with stored as (select {{ cols }} from {{ model }}),
     expected as (select {{ cols }} from ({{ adapter.fr_pinned_definition(model) }}) q),

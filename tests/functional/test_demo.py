@@ -46,15 +46,22 @@ def column(rows: list[dict[str, str]], key: str, *values: str) -> dict[str, tupl
 
 
 @pytest.fixture(scope="module")
-def sections() -> dict[int, str]:
-    demo = REPO_ROOT / "examples" / "quickstart" / "demo.py"
-    result = subprocess.run(
-        [sys.executable, str(demo)], capture_output=True, text=True, timeout=900, cwd=REPO_ROOT
+def demo() -> subprocess.CompletedProcess[str]:
+    script = REPO_ROOT / "examples" / "quickstart" / "demo.py"
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=900, cwd=REPO_ROOT
     )
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-4000:]
-    found = split_sections(result.stdout)
-    assert sorted(found) == list(range(1, 10)), result.stdout
+
+
+@pytest.fixture(scope="module")
+def sections(demo: subprocess.CompletedProcess[str]) -> dict[int, str]:
+    found = split_sections(demo.stdout)
+    assert sorted(found) == list(range(1, 10)), demo.stdout[-6000:] + demo.stderr[-4000:]
     return found
+
+
+def test_demo_succeeds(demo: subprocess.CompletedProcess[str]) -> None:
+    assert demo.returncode == 0, demo.stdout[-6000:] + demo.stderr[-4000:]
 
 
 def test_setup_doctor_and_log(sections: dict[int, str]) -> None:
