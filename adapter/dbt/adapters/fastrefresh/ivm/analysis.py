@@ -139,7 +139,7 @@ def tables_of(sql: str) -> list[TableName]:
             name = TableName(table.db.lower(), table.name.lower())
             if name not in found:
                 found.append(name)
-    return found
+    return sorted(found)
 
 
 def _unsupported(sql: str, reason: str, masters: Sequence[TableName] = ()) -> ViewPlan:

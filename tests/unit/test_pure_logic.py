@@ -1,0 +1,137 @@
+"""Pure pieces of capture and the protocol: vectors, pruning, times, decisions."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from dbt.adapters.fastrefresh import changevector as cv
+from dbt.adapters.fastrefresh.admin import doomed_views
+from dbt.adapters.fastrefresh.capture import Bounds, DataFile, prune_predicate
+from dbt.adapters.fastrefresh.logsite import refresh_time, usability_problem
+from dbt.adapters.fastrefresh.master import Snapshot, chain_after
+from dbt.adapters.fastrefresh.registry import LogInfo, LogUser
+from dbt.adapters.fastrefresh.sqltext import TableName, literal
+
+T0 = dt.datetime(2026, 1, 1)
+
+
+def test_change_vectors_follow_the_seed_encoding() -> None:
+    # Seed 004: insert FE, delete 00, key-update insert FF, update of the 2nd column 04.
+    assert cv.insert_vector(2).hex() == "fe"
+    assert cv.delete_vector(2).hex() == "00"
+    assert cv.key_update_vector(2).hex() == "ff"
+    assert cv.update_vector([2], 2).hex() == "04"
+    assert cv.update_vector([1], 2).hex() == "02"
+    assert cv.update_vector([3, 5], 5).hex() == "28"
+    # More than 8 columns: extra bytes, little-endian (11th and 17th → 00 08 02).
+    assert cv.update_vector([11, 17], 17).hex() == "000802"
+    assert cv.insert_vector(9).hex() == "feff"
+    assert cv.changed_columns(bytes.fromhex("000802")) == [11, 17]
+    with pytest.raises(ValueError):
+        cv.update_vector([3], 2)
+
+
+def test_touches_sql_tests_the_right_bytes() -> None:
+    sql = cv.sql_touches("v", [2, 11], 17)
+    assert "substring(v, 1, 1)" in sql and "& 4" in sql
+    assert "substring(v, 2, 1)" in sql and "& 8" in sql
+    assert cv.sql_touches("v", [], 3) == "FALSE"
+
+
+def bounds(lo: str | None, hi: str | None, nulls: bool = False) -> Bounds:
+    return Bounds("k", "bigint", lo, hi, nulls, lo is None and hi is None and nulls)
+
+
+def test_prune_predicate_covers_each_file_and_keeps_nulls() -> None:
+    files = [DataFile("a", (bounds("1", "9"),)), DataFile("b", (bounds("20", "30", nulls=True),))]
+    sql = prune_predicate(files)
+    assert "`k` BETWEEN CAST('1' AS bigint) AND CAST('9' AS bigint)" in sql
+    assert "(`k` IS NULL OR `k` BETWEEN CAST('20' AS bigint) AND CAST('30' AS bigint))" in sql
+    assert prune_predicate([]) == "FALSE"
+    assert prune_predicate([DataFile("c", ())]) == "TRUE", "no bounds: read everything"
+
+
+def test_prune_predicate_collapses_many_files_to_an_envelope() -> None:
+    files = [DataFile(str(i), (bounds(str(i), str(i + 5)),)) for i in range(100)]
+    assert prune_predicate(files) == "((`k` BETWEEN CAST('0' AS bigint) AND CAST('104' AS bigint)))"
+
+
+def test_chain_after_finds_the_new_commits_or_the_gap() -> None:
+    s = {i: Snapshot(i, i - 1 if i > 1 else None, "append", T0) for i in range(1, 5)}
+    assert [x.snapshot_id for x in chain_after(s, 4, 2).snapshots] == [3, 4]
+    assert [x.snapshot_id for x in chain_after(s, 4, None).snapshots] == [1, 2, 3, 4]
+    assert chain_after(s, 4, 4).snapshots == ()
+    assert "not an ancestor" in (chain_after(s, 4, 99).gap or "")
+    del s[2]
+    assert "expired" in (chain_after(s, 4, 1).gap or "")
+    assert "dropped and recreated" in (chain_after({}, None, 3).gap or "")
+
+
+def test_refresh_time_is_strictly_after_the_youngest() -> None:
+    assert refresh_time(T0, None) == T0
+    assert refresh_time(T0, T0 - dt.timedelta(seconds=1)) == T0
+    assert refresh_time(T0, T0) > T0
+    assert refresh_time(T0, T0 + dt.timedelta(hours=1)) == T0 + dt.timedelta(
+        hours=1, microseconds=1
+    )
+
+
+def log(**changes: object) -> LogInfo:
+    values: dict[str, object] = dict(
+        master=TableName("s", "t"), log_table=TableName("s", "mlog__t"), flavour="TIMESTAMP",
+        key_columns=("k",), logged_columns=("v",), master_columns=("k", "v"), keyless=False,
+        created=T0, oldest=T0, youngest=T0, last_purge_time=None, last_purge_rows=0,
+        captured_through=1, captured_at=T0, last_sequence=0, marked_sequence=0,
+        purged_through=None, purged_sequence=0, younger_than=T0, younger_reason="log created",
+    )  # fmt: skip
+    values.update(changes)
+    return LogInfo(**values)  # type: ignore[arg-type]
+
+
+def user(last: dt.datetime, sequence: int = 0) -> LogUser:
+    return LogUser(
+        TableName("s", "mlog__t"), TableName("s", "t"), TableName("s", "v"), T0, last, sequence, 1
+    )
+
+
+def test_usability_problems_name_the_oracle_cases() -> None:
+    later = T0 + dt.timedelta(hours=1)
+    assert usability_problem(log(), user(later), None) is None
+    assert "not registered" in (usability_problem(log(), None, None) or "")
+    younger = usability_problem(log(younger_than=later), user(T0), None) or ""
+    assert "younger" in younger and "ORA-12034" in younger
+    assert "purge_log" in (usability_problem(log(purged_through=later), user(T0), None) or "")
+    scn = log(flavour="COMMIT_SCN", purged_sequence=10)
+    assert "purge_log" in (usability_problem(scn, user(later, sequence=5), None) or "")
+    assert usability_problem(scn, user(later, sequence=10), None) is None
+
+
+def test_doomed_views_are_those_behind_the_purge() -> None:
+    later = T0 + dt.timedelta(hours=1)
+    users = [user(T0), user(later)]
+    assert doomed_views(log(purged_through=later), users) == ["s.v"]
+    assert doomed_views(log(purged_through=T0), users) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "sql"),
+    [
+        (None, "NULL"), (True, "TRUE"), (7, "7"), (2**40, "1099511627776L"), (1.5, "1.5D"),
+        ("it's", "'it\\'s'"), (b"\xfe", "X'FE'"), (dt.date(2026, 1, 2), "DATE'2026-01-02'"),
+        (dt.datetime(2026, 1, 2, 3, 4, 5, 6), "TIMESTAMP_NTZ'2026-01-02 03:04:05.000006'"),
+    ],
+)  # fmt: skip
+def test_literals(value: object, sql: str) -> None:
+    assert literal(value) == sql
+
+
+def test_table_names_parse_and_refuse_clearly() -> None:
+    assert TableName.parse("Shop.Orders") == TableName("shop", "orders")
+    assert TableName.parse("`spark_catalog`.`shop`.`orders`") == TableName("shop", "orders")
+    assert TableName.parse("orders", default_schema="shop") == TableName("shop", "orders")
+    from dbt.adapters.fastrefresh.errors import FastRefreshError
+
+    with pytest.raises(FastRefreshError, match="not a table name"):
+        TableName.parse("a.b.c.d")
