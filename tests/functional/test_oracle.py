@@ -239,7 +239,7 @@ def test_every_change_kind_reaches_every_view(spark: Any) -> None:
 @pytest.mark.parametrize("commit_scn", [False, True], ids=["timestamp", "commit_scn"])
 def test_views_equal_their_queries_after_every_refresh(spark: Any, commit_scn: bool) -> None:
     world = World(spark, commit_scn)
-    run_oracle(world, examples=12)
+    run_oracle(world, examples=6)
     assert world.refreshes >= len(VIEWS) * 3
 
 

@@ -11,6 +11,7 @@ than its last refresh.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,31 +60,32 @@ def purge_rows(
     registry and returns the views that the purge left without the rows they need.
     """
     keep = list(users if keep is None else keep)
-    purged: dict[str, object]
+    # Sequences are dense and purges cut prefixes, so the log holds exactly the rows
+    # (purged_sequence, last_sequence]. A view with last refresh L consumed exactly the
+    # rows stamped <= L, which are the rows up to its last_sequence: the purge boundary in
+    # sequence terms is the smallest last_sequence kept, and the purged count is known
+    # without scanning the log.
     if keep:
+        to_sequence = min(u.last_sequence for u in keep)
         if log.commit_scn:
-            boundary_seq = min(u.last_sequence for u in keep)
-            condition = f"sequence__ <= {boundary_seq}"
-            purged = {"purged_sequence": max(log.purged_sequence, boundary_seq)}
+            condition = f"sequence__ <= {to_sequence}"
         else:
             boundary = min(u.last_refresh for u in keep)
             condition = f"snaptime__ <= {timestamp(boundary)}"
-            through = max(boundary, log.purged_through) if log.purged_through else boundary
-            purged = {"purged_through": through}
     else:
         # Nobody is registered: no row is needed by anyone.
-        condition = f"sequence__ <= {log.last_sequence}"
-        purged = {"purged_sequence": log.last_sequence}
-        if not log.commit_scn:
-            purged["purged_through"] = now
-    rows = int(x.query(f"SELECT count(1) FROM {log.log_table.sql} WHERE {condition}")[0][0])
+        to_sequence = log.last_sequence
+        condition = f"sequence__ <= {to_sequence}"
+    rows = max(0, to_sequence - log.purged_sequence)
+    purged: dict[str, object] = {"purged_sequence": max(log.purged_sequence, to_sequence)}
+    if not log.commit_scn:
+        through = boundary if keep else now
+        purged["purged_through"] = max(through, log.purged_through) if log.purged_through else through
     if rows:
         x.execute(f"DELETE FROM {log.log_table.sql} WHERE {condition}")
-    oldest = min((u.last_refresh for u in keep), default=None)
-    registry.update_log(
-        log, last_purge_time=now, last_purge_rows=rows, oldest=oldest or log.oldest, **purged
-    )
-    updated = registry.log_for_master(log.master) or log
+    oldest = min((u.last_refresh for u in keep), default=None) or log.oldest
+    registry.update_log(log, last_purge_time=now, last_purge_rows=rows, oldest=oldest, **purged)
+    updated = dataclasses.replace(log, oldest=oldest, **purged)  # type: ignore[arg-type]
     return PurgeResult(rows, tuple(doomed_views(updated, users)))
 
 
