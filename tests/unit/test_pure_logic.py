@@ -135,3 +135,32 @@ def test_table_names_parse_and_refuse_clearly() -> None:
 
     with pytest.raises(FastRefreshError, match="not a table name"):
         TableName.parse("a.b.c.d")
+
+
+def test_decide_orders_the_fallback_reasons() -> None:
+    from dbt.adapters.fastrefresh.ivm.analysis import analyze
+    from dbt.adapters.fastrefresh.master import Column
+    from dbt.adapters.fastrefresh.refresh import MasterState, decide
+    from dbt.adapters.fastrefresh.registry import MviewInfo
+
+    name = TableName("s", "t")
+    columns = [Column("k", "bigint"), Column("v", "int")]
+    plan = analyze("select k, v from s.t", {name: columns}, {name: ["k"]})
+    masters = [MasterState(name, columns, log())]
+    row = MviewInfo(TableName("s", "v"), plan.query_hash, "force", (name,), "projection",
+                    "FAST", T0, "FRESH", None, 42, {}, "h")  # fmt: skip
+    assert decide("force", False, True, plan, row, masters, "h", 42) == (None, True)
+    assert decide("complete", False, True, plan, row, masters, "h", 42)[1] is True
+    assert decide("fast", True, True, plan, row, masters, "h", 42) == ("--full-refresh", True)
+    assert decide("fast", False, False, plan, row, masters, "h", 42) == ("first build", True)
+    assert "not registered" in str(decide("fast", False, True, plan, None, masters, "h", 42)[0])
+    changed = analyze("select k from s.t", {name: columns}, {name: ["k"]})
+    assert (
+        decide("fast", False, True, changed, row, masters, "h", 42)[0]
+        == "the view's definition changed"
+    )
+    assert "columns changed" in str(decide("fast", False, True, plan, row, masters, "other", 42)[0])
+    assert "did not finish" in str(decide("fast", False, True, plan, row, masters, "h", 43)[0])
+    no_log = [MasterState(name, columns, None)]
+    reason, expected = decide("fast", False, True, plan, row, no_log, "h", 42)
+    assert "has no materialized view log" in str(reason) and expected is False

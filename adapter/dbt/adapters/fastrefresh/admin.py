@@ -80,7 +80,9 @@ def purge_rows(
     purged: dict[str, object] = {"purged_sequence": max(log.purged_sequence, to_sequence)}
     if not log.commit_scn:
         through = boundary if keep else now
-        purged["purged_through"] = max(through, log.purged_through) if log.purged_through else through
+        purged["purged_through"] = (
+            max(through, log.purged_through) if log.purged_through else through
+        )
     if rows:
         x.execute(f"DELETE FROM {log.log_table.sql} WHERE {condition}")
     oldest = min((u.last_refresh for u in keep), default=None) or log.oldest

@@ -194,6 +194,7 @@ def refresh_view(
     sources: dict[TableName, sqlgen.Source] = {}
     if reason is None:
         reason = _plan_sources(plan, masters, setups, sources)
+        expected = reason is None
     if reason is not None and not expected and method == "fast":
         _record_failure(registry, view, run_started, clock, f"{reason}", "FAST")
         raise FastRefreshError(
