@@ -283,3 +283,33 @@ def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:
     assert "snaptime__" not in columns, "commit-SCN logs carry no snaptime (seed 002)"
     with pytest.raises(FastRefreshError, match="ORA-23413"):
         logs.drop_mview_log(site.x, site.registry, f"{site.schema}.p")
+
+
+def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
+    """Master dropped and recreated, or its snapshots expired: never a silent gap."""
+    master = f"{site.schema}.h"
+    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
+    site.sql(f"INSERT INTO {master} VALUES (1, 1)")
+    logs.create_mview_log(site.x, site.registry, master, None, False, None, utcnow)
+    seen = site.refresh("h", "v").now
+
+    site.sql(f"DROP TABLE {master}")
+    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"INSERT INTO {master} VALUES (2, 2)")
+    result = capture.capture(site.x, site.registry, site.t("h"), utcnow)
+    assert result.gap and "not an ancestor" in result.gap
+    log = site.log("h")
+    assert log.younger_than > seen and "history lost" in (log.younger_reason or "")
+    problem = logsite.setup(site.x, site.registry, site.t("h"), site.t("v"), utcnow).problem
+    assert problem and "younger than the view's last refresh" in problem
+
+    site.refresh("h", "v")  # a complete refresh registers again from the new history
+    for value in (3, 4):
+        site.sql(f"INSERT INTO {master} VALUES ({value}, {value})")
+    site.sql(
+        f"CALL spark_catalog.system.expire_snapshots(table => '{master}', "
+        "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+    )
+    result = capture.capture(site.x, site.registry, site.t("h"), utcnow)
+    assert result.gap and "expired" in result.gap

@@ -246,4 +246,4 @@ def test_views_equal_their_queries_after_every_refresh(spark: Any, commit_scn: b
 @pytest.mark.slow
 @pytest.mark.parametrize("commit_scn", [False, True], ids=["timestamp", "commit_scn"])
 def test_views_equal_their_queries_after_every_refresh_long(spark: Any, commit_scn: bool) -> None:
-    run_oracle(World(spark, commit_scn), examples=60)
+    run_oracle(World(spark, commit_scn), examples=150)
