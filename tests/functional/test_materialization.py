@@ -315,3 +315,38 @@ class TestThreadsFour(FastRefreshProject):
             project, f"select count(*), count(distinct refresh_type) from {reg}.refresh_runs"
         )
         assert stamps[0][0] == 6 * 4
+
+
+class TestTableConfigs(FastRefreshProject):
+    """partition_by and tblproperties work as dbt-spark users expect, also after refreshes."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "by_status.sql": model(
+                "select status, count(*) as n from {{ target.schema }}.o group by status",
+                partition_by=["status"],
+                tblproperties={"team": "analytics", "write.merge.mode": "merge-on-read"},
+            )
+        }
+
+    def test_partitioning_and_properties(self, ready: Any) -> None:
+        project, s = ready, ready.test_schema
+        project.run_sql(f"create table {s}.o (id bigint not null, status string) using iceberg")
+        project.run_sql(f"alter table {s}.o set identifier fields id")
+        project.run_sql(f"insert into {s}.o values (1, 'open'), (2, 'shipped')")
+        op("create_mview_log", master=f"{s}.o")
+        run_dbt(["run", "-s", "by_status"])
+        project.run_sql(f"insert into {s}.o values (3, 'open')")
+        _, out = run_dbt_and_capture(["run", "-s", "by_status"])
+        assert "FAST refresh of" in out
+        props = dict(self.rows(project, f"show tblproperties {s}.by_status"))
+        assert props["team"] == "analytics" and props["write.merge.mode"] == "merge-on-read"
+        described = self.rows(project, f"describe table {s}.by_status")
+        partition_rows = [
+            r[0] for r in described[described.index(("# Partition Information", "", "")) :]
+        ]
+        assert "status" in partition_rows
+        assert self.rows(project, f"select status, n from {s}.by_status order by status") == [
+            ("open", 2), ("shipped", 1),
+        ]  # fmt: skip
