@@ -80,7 +80,7 @@ class Model:
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
 
-    def keys(self) -> set[Any]:
+    def key_set(self) -> set[Any]:
         return {r[0] for r in self.rows}
 
 
@@ -89,7 +89,7 @@ def apply(spark: Any, table: str, op: tuple[str, Any], keyed: bool, model: Model
     if kind == "insert":
         rows = arg
         if keyed:
-            seen = model.keys()
+            seen = model.key_set()
             rows = [r for r in rows if r[0] not in seen and not (seen.add(r[0]))]  # type: ignore[func-returns-value]
         if rows:
             values_sql = ", ".join("(" + ", ".join(sql_value(v) for v in r) + ")" for r in rows)
@@ -102,7 +102,7 @@ def apply(spark: Any, table: str, op: tuple[str, Any], keyed: bool, model: Model
         )
     elif kind == "update_key":
         old, new = arg
-        if keyed and (new in model or old == new):
+        if keyed and (new in model.key_set() or old == new):
             return
         spark.sql(f"UPDATE {table} SET k = {new} WHERE k = {old}")
     elif kind == "delete":
