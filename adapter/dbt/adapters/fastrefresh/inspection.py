@@ -16,6 +16,7 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.ivm import sqlgen
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, analyze, tables_of
+from dbt.adapters.fastrefresh.refresh import load_masters, schema_hash
 from dbt.adapters.fastrefresh.registry import MviewInfo, Registry
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -48,12 +49,8 @@ def staleness(
         return "UNUSABLE", "the view is not registered: it needs a complete refresh"
     if row.staleness in ("UNUSABLE", "NEEDS_COMPILE"):
         return row.staleness, row.last_fallback_reason or row.staleness.lower()
-    masters = [m for m in tables_of(row.definition or "") if mt.table_exists(x, m)]
-    described = {m: mt.describe(x, m)[0] for m in masters}
-    from dbt.adapters.fastrefresh.refresh import MasterState, _schema_hash
-
-    states = [MasterState(m, described[m], registry.log_for_master(m)) for m in masters]
-    if row.master_schema_hash and _schema_hash(states) != row.master_schema_hash:
+    states = load_masters(x, registry, row.definition or "")
+    if row.master_schema_hash and schema_hash(states) != row.master_schema_hash:
         return "NEEDS_COMPILE", "a master table's columns changed since the last refresh"
     pending = []
     for state in states:

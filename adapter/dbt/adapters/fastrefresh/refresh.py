@@ -61,16 +61,27 @@ class MasterState:
     log: LogInfo | None
 
 
-def _schema_hash(masters: list[MasterState]) -> str:
+def load_masters(x: Executor, registry: Registry, sql: str) -> list[MasterState]:
+    """The Iceberg tables a view's query reads, with their columns and logs."""
+    masters = []
+    for name in tables_of(sql):
+        if not mt.table_exists(x, name):
+            continue
+        columns, info = mt.describe(x, name)
+        if (
+            info.get("Provider", "").lower() != "iceberg"
+            and "table_type=iceberg" not in info.get("Table Properties", "").lower()
+        ):
+            continue
+        masters.append(MasterState(name, columns, registry.log_for_master(name)))
+    return masters
+
+
+def schema_hash(masters: list[MasterState]) -> str:
     text = ";".join(
         f"{m.name}:" + ",".join(f"{c.name} {c.type}" for c in m.columns) for m in masters
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _current_view_snapshot(x: Executor, view: TableName) -> int | None:
-    value = mt.table_property(x, view, "current-snapshot-id")
-    return int(value) if value and value.lstrip("-").isdigit() else None
 
 
 def decide(
@@ -80,7 +91,7 @@ def decide(
     plan: ViewPlan,
     row: MviewInfo | None,
     masters: list[MasterState],
-    schema_hash: str,
+    columns_hash: str,
     view_snapshot: int | None,
 ) -> tuple[str | None, bool]:
     """Why the view cannot refresh fast (None: it can), and whether that is expected.
@@ -101,7 +112,7 @@ def decide(
         )
     if row.query_hash != plan.query_hash:
         return "the view's definition changed", False
-    if row.master_schema_hash != schema_hash:
+    if row.master_schema_hash != columns_hash:
         return "a master table's columns changed", False
     if row.view_snapshot is None or row.view_snapshot != view_snapshot:
         return (
@@ -148,27 +159,17 @@ def refresh_view(
     run_started = clock()
     registry.ensure()
 
-    masters: list[MasterState] = []
-    for name in tables_of(sql):
-        if not mt.table_exists(x, name):
-            continue
-        columns, info = mt.describe(x, name)
-        if (
-            info.get("Provider", "").lower() != "iceberg"
-            and "table_type=iceberg" not in info.get("Table Properties", "").lower()
-        ):
-            continue
-        masters.append(MasterState(name, columns, registry.log_for_master(name)))
+    masters = load_masters(x, registry, sql)
     plan = analyze(
         sql,
         {m.name: m.columns for m in masters},
         {m.name: list(m.log.key_columns) for m in masters if m.log and not m.log.keyless},
     )
     row = registry.mview(view)
-    schema_hash = _schema_hash(masters)
-    view_snapshot = _current_view_snapshot(x, view) if exists else None
+    columns_hash = schema_hash(masters)
+    view_snapshot = mt.current_snapshot(x, view, refresh=False) if exists else None
     reason, expected = decide(
-        method, full_refresh, exists, plan, row, masters, schema_hash, view_snapshot
+        method, full_refresh, exists, plan, row, masters, columns_hash, view_snapshot
     )
     phases["analyze"] = time.monotonic() - started
 
@@ -214,7 +215,7 @@ def refresh_view(
         )
         raise
     phases["apply"] = time.monotonic() - mark
-    new_snapshot = _current_view_snapshot(x, view)
+    new_snapshot = mt.current_snapshot(x, view, refresh=False)
 
     mark = time.monotonic()
     for setup in setups.values():
@@ -227,7 +228,7 @@ def refresh_view(
         plan,
         method,
         masters,
-        schema_hash,
+        columns_hash,
         refresh_type,
         now,
         reason,
@@ -339,7 +340,7 @@ def _record_view(
     plan: ViewPlan,
     method: str,
     masters: list[MasterState],
-    schema_hash: str,
+    columns_hash: str,
     refresh_type: str,
     now: dt.datetime,
     reason: str | None,
@@ -363,7 +364,7 @@ def _record_view(
         else (row.last_fallback_reason if row else None),
         "view_snapshot": view_snapshot,
         "master_snapshots": {str(k): v for k, v in pins.items() if v is not None},
-        "master_schema_hash": schema_hash,
+        "master_schema_hash": columns_hash,
     }
     if row is None:
         registry.insert("mviews", [{"mview": str(view), "registered_at": now, **values}])
