@@ -2,69 +2,30 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import run_dbt, write_file
 
-from tests.conftest import REPO_ROOT
-
-
-def operation(name: str, **args: Any) -> str:
-    _, output = run_dbt_and_capture(
-        ["run-operation", f"fast_refresh.{name}", "--args", json.dumps(args)]
-    )
-    return output
+from tests.functional.dbt_project import FastRefreshProject, op, op_failing
 
 
-class TestLogOperationsThroughDbt:
-    @pytest.fixture(scope="class")
-    def packages(self) -> dict[str, object]:
-        return {"packages": [{"local": str(REPO_ROOT)}]}
-
-    @pytest.fixture(scope="class")
-    def profiles_config_update(
-        self, dbt_profile_target: dict[str, Any], unique_schema: str
-    ) -> dict[str, Any]:
-        target = {
-            **dbt_profile_target,
-            "schema": unique_schema,
-            "registry_schema": f"{unique_schema}_reg",
-        }
-        return {"test": {"outputs": {"default": target}, "target": "default"}}
-
-    @pytest.fixture(scope="class")
-    def installed(self, project: Any) -> Any:
-        run_dbt(["deps"])
-        # deps runs without an adapter; any later command registers it again.
-        assert "registry ready in schema" in operation("ensure_registry")
-        return project
-
-    def test_seed_004_log_contents_and_registry(self, installed: Any) -> None:
-        project = installed
+class TestLogOperationsThroughDbt(FastRefreshProject):
+    def test_seed_004_log_contents_and_registry(self, ready: Any) -> None:
+        project = ready
         schema = project.test_schema
         master = f"{schema}.t_ty"
         project.run_sql(f"create table {master} (pid int not null, pname string) using iceberg")
         project.run_sql(f"alter table {master} set identifier fields pid")
         # Seed 004's default log: primary key only.
-        output = operation("create_mview_log", master=master, columns=[])
+        output = op("create_mview_log", master=master, columns=[])
         assert f"created materialized view log {schema}.mlog__t_ty" in output
-        _, output = run_dbt_and_capture(
-            [
-                "run-operation",
-                "fast_refresh.create_mview_log",
-                "--args",
-                json.dumps({"master": master}),
-            ],
-            expect_pass=False,
-        )
+        output = op_failing("create_mview_log", master=master)
         assert "already has a materialized view log" in output
         project.run_sql(f"insert into {master} values (1, 'ty')")
         project.run_sql(f"insert into {master} values (2, 'snc')")
         project.run_sql(f"update {master} set pname = 'shsnc' where pid = 2")
         project.run_sql(f"update {master} set pid = 3 where pid = 1")
-        assert "4 commit(s)" in operation("capture_changes", master=master)
+        assert "4 commit(s)" in op("capture_changes", master=master)
         rows = project.run_sql(
             f"select pid, cast(snaptime__ as string), dmltype__, old_new__, hex(change_vector__) "
             f"from {schema}.mlog__t_ty order by sequence__",
@@ -96,30 +57,21 @@ class TestLogOperationsThroughDbt:
         assert [tuple(r) for r in logs_view] == [(master, 5, 0)]
         run_dbt(["test", "--select", "fast_refresh"])
 
-        assert "dropped materialized view log" in operation("drop_mview_log", master=master)
-        _, output = run_dbt_and_capture(
-            [
-                "run-operation",
-                "fast_refresh.capture_changes",
-                "--args",
-                json.dumps({"master": master}),
-            ],
-            expect_pass=False,
-        )
+        assert "dropped materialized view log" in op("drop_mview_log", master=master)
+        output = op_failing("capture_changes", master=master)
         assert "has no materialized view log (Oracle: ORA-23413)" in output
 
-    def test_a_hook_runs_an_operation_and_renders_no_sql(self, installed: Any) -> None:
-        schema = installed.test_schema
-        installed.run_sql(f"create table {schema}.hooked (id int not null) using iceberg")
-        write_file = __import__("dbt.tests.util", fromlist=["write_file"]).write_file
+    def test_a_hook_runs_an_operation_and_renders_no_sql(self, ready: Any) -> None:
+        schema = ready.test_schema
+        ready.run_sql(f"create table {schema}.hooked (id int not null) using iceberg")
         write_file(
             "{{ config(materialized='table', file_format='iceberg', pre_hook=\"{{ "
             f"fast_refresh.create_mview_log('{schema}.hooked', key=['id']) "
             "}}\") }} select 1 as id",
-            installed.project_root, "models", "uses_hook.sql",
+            ready.project_root, "models", "uses_hook.sql",
         )  # fmt: skip
         run_dbt(["run", "--select", "uses_hook"])
-        rows = installed.run_sql(
+        rows = ready.run_sql(
             f"select log_table from {schema}_reg.mview_logs where master = '{schema}.hooked'",
             fetch="all",
         )

@@ -9,22 +9,15 @@ pending); NEEDS_COMPILE is kept for a changed definition or master schema.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
-from tests.conftest import REPO_ROOT
+from tests.functional.dbt_project import FastRefreshProject as BaseProject
+from tests.functional.dbt_project import op
 
 UNMARKED = dt.datetime(4000, 1, 1)
-
-
-def op(name: str, **args: Any) -> str:
-    _, out = run_dbt_and_capture(
-        ["run-operation", f"fast_refresh.{name}", "--args", json.dumps(args)]
-    )
-    return out
 
 
 def model(sql: str, **config: Any) -> str:
@@ -32,33 +25,8 @@ def model(sql: str, **config: Any) -> str:
     return f"{{{{ config({options}) }}}}\n{sql}"
 
 
-class FastRefreshProject:
-    """A dbt project with the package installed and its own registry schema."""
-
-    @pytest.fixture(scope="class")
-    def packages(self) -> dict[str, object]:
-        return {"packages": [{"local": str(REPO_ROOT)}]}
-
-    @pytest.fixture(scope="class")
-    def profiles_config_update(
-        self, dbt_profile_target: dict[str, Any], unique_schema: str
-    ) -> dict[str, Any]:
-        target = {
-            **dbt_profile_target,
-            "schema": unique_schema,
-            "registry_schema": f"{unique_schema}_reg",
-        }
-        return {"test": {"outputs": {"default": target}, "target": "default"}}
-
-    @pytest.fixture(scope="class")
-    def ready(self, project: Any) -> Any:
-        run_dbt(["deps"])
-        op("ensure_registry")
-        return project
-
-    @staticmethod
-    def rows(project: Any, sql: str) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in project.run_sql(sql, fetch="all")]
+class FastRefreshProject(BaseProject):
+    """The shared project, plus what these tests read back: staleness and refresh runs."""
 
     def staleness(self, project: Any) -> dict[str, str]:
         rows = self.rows(
