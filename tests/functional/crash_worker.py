@@ -35,6 +35,9 @@ def main(state_dir: str, phase: str) -> None:
         if phase == "capture":
             capture.capture(x, registry, MASTER, utcnow)
         else:
+            # Rows captured outside a refresh are appended unmarked; the next setup
+            # stamps them (and appends newer commits already stamped).
+            capture.capture(x, registry, MASTER, utcnow)
             spark.sql("INSERT INTO crash.m VALUES (3, 30)")
             logsite.setup(x, registry, MASTER, VIEW, utcnow)
     log = registry.log_for_master(MASTER)

@@ -53,11 +53,13 @@ def purge_rows(
     users: Sequence[LogUser],
     now: dt.datetime,
     keep: Sequence[LogUser] | None = None,
+    recorded: dict[str, object] | None = None,
 ) -> PurgeResult:
     """Purge what no view in ``keep`` (default: all ``users``) still needs.
 
-    Caller holds the log's lock. Records the purge (time, rows, new oldest) in the
-    registry and returns the views that the purge left without the rows they need.
+    Caller holds the log's lock. Records the purge (time, rows, new oldest) and
+    ``recorded`` in the registry, and returns the views that the purge left without the
+    rows they need.
     """
     keep = list(users if keep is None else keep)
     # Sequences are dense and purges cut prefixes, so the log holds exactly the rows
@@ -86,8 +88,11 @@ def purge_rows(
     if rows:
         x.execute(f"DELETE FROM {log.log_table.sql} WHERE {condition}")
     oldest = min((u.last_refresh for u in keep), default=None) or log.oldest
-    registry.update_log(log, last_purge_time=now, last_purge_rows=rows, oldest=oldest, **purged)
-    updated = dataclasses.replace(log, oldest=oldest, **purged)  # type: ignore[arg-type]
+    # One registry write for the purge and what the caller records with it (wrap-up:
+    # the refresh time as youngest, the rows it marked).
+    values = {**(recorded or {}), **purged}
+    registry.update_log(log, last_purge_time=now, last_purge_rows=rows, oldest=oldest, **values)
+    updated = dataclasses.replace(log, oldest=oldest, **values)  # type: ignore[arg-type]
     return PurgeResult(rows, tuple(doomed_views(updated, users)))
 
 

@@ -6,7 +6,8 @@ reads what the commit touched, from Iceberg's metadata:
 - rows of data files the commit removed (copy-on-write rewrites, whole-file deletes,
   truncates, overwrites), read at the parent snapshot;
 - rows the commit's delete files deleted (merge-on-read: position deletes or deletion
-  vectors), i.e. rows of the referenced data files live at the parent but not after;
+  vectors): rows of the referenced data files live at the parent, at the positions the
+  delete files name;
 - rows of the data files the commit added, read at the commit.
 
 Rows both removed and added by one commit are copy-on-write carry-overs and cancel
@@ -28,6 +29,7 @@ captures the same snapshots again, so no change is ever duplicated or lost.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import time
@@ -41,7 +43,14 @@ from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.registry import LogInfo, Registry
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string
+from dbt.adapters.fastrefresh.sqltext import (
+    TableName,
+    ident,
+    literal,
+    log_table_for,
+    string,
+    timestamp,
+)
 
 UNMARKED = dt.datetime(4000, 1, 1)
 UNMARKED_SQL = "TIMESTAMP_NTZ'4000-01-01 00:00:00'"
@@ -325,8 +334,14 @@ def capture_sql(
     columns: Sequence[mt.Column],
     batch: Sequence[SnapshotChanges],
     start_sequence: int,
+    stamp: dt.datetime | None = None,
 ) -> str:
-    """One INSERT that appends the log rows of ``batch`` (pure; golden-tested)."""
+    """One INSERT that appends the log rows of ``batch`` (pure).
+
+    ``stamp``: the refresh time to stamp the rows with, when capture runs inside a
+    refresh's setup (the first refresher would stamp them at once); otherwise rows are
+    appended unmarked (``4000-01-01``).
+    """
     m = log.master.sql
     names = [c.name for c in columns]
     sel = ", ".join(ident(n) for n in names)
@@ -341,14 +356,19 @@ def capture_sql(
                 f"WHERE _file IN ({_in_files(ch.removed)}) AND {prune_predicate(ch.removed)}"
             )
         if ch.deleted_from:
+            # The rows live at the parent at the positions the commit's delete files name
+            # (a deletion vector also repeats earlier deletes: those rows were not live).
             where = (
                 f"_file IN ({_in_files(ch.deleted_from)}) AND {prune_predicate(ch.deleted_from)}"
             )
             before = f"SELECT {sel}, _file AS f__, _pos AS p__ FROM {m} VERSION AS OF {parent} WHERE {where}"
-            after = f"SELECT _file AS f__, _pos AS p__ FROM {m} VERSION AS OF {sid} WHERE {where}"
+            deletes = (
+                f"SELECT file_path AS f__, pos AS p__ FROM {log.master.metadata('position_deletes')} "
+                f"VERSION AS OF {sid} WHERE delete_file_path IN ({', '.join(literal(p) for p in ch.delete_files)})"
+            )
             removed_parts.append(
                 f"{head}, {', '.join('b.' + ident(n) for n in names)} FROM ({before}) b "
-                f"LEFT ANTI JOIN ({after}) a ON b.f__ = a.f__ AND b.p__ = a.p__"
+                f"LEFT SEMI JOIN ({deletes}) d ON b.f__ = d.f__ AND b.p__ = d.p__"
             )
         if ch.added:
             added_parts.append(
@@ -360,65 +380,71 @@ def capture_sql(
         "removed AS (" + ("\n  UNION ALL ".join(removed_parts) or empty) + ")",
         "added AS (" + ("\n  UNION ALL ".join(added_parts) or empty) + ")",
     ]
-    if removed_parts and added_parts:
-        ctes += [
-            "r AS (SELECT * FROM removed EXCEPT ALL SELECT * FROM added)",
-            "a AS (SELECT * FROM added EXCEPT ALL SELECT * FROM removed)",
-        ]
-    else:
-        ctes += ["r AS (SELECT * FROM removed)", "a AS (SELECT * FROM added)"]
-
     ncols = len(names)
     log_cols = list(log.columns)
     keyed = not log.keyless
     key_only = keyed and not [c for c in log.logged_columns if c not in log.key_columns]
-    if keyed and removed_parts and added_parts:
-        keys = [ident(k) for k in log.key_columns]
-        part = ", ".join(["xid__", *keys])
-        on = " AND ".join(["r.xid__ = a.xid__", *(f"r.{k} <=> a.{k}" for k in keys)])
-        key_text = " || ', ' || ".join(
-            f"coalesce(cast(r.{k} AS STRING), cast(a.{k} AS STRING))" for k in keys
-        )
-        old = [f"o_{i}" for i in range(ncols)]
-        new = [f"n_{i}" for i in range(ncols)]
+    delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
+    insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
+    if removed_parts and added_parts:
+        # One pass: rows removed and added by the same commit (copy-on-write carry-overs)
+        # cancel in a signed count per distinct row; what is left was really deleted
+        # (n__ < 0) or inserted (n__ > 0), |n__| times.
         ctes += [
-            f"rk AS (SELECT *, count(1) OVER (PARTITION BY {part}) AS n__ FROM r)",
-            f"ak AS (SELECT *, count(1) OVER (PARTITION BY {part}) AS n__ FROM a)",
-            "j AS (SELECT coalesce(r.xid__, a.xid__) AS xid__, coalesce(r.ord__, a.ord__) AS ord__, "
-            "r.xid__ IS NOT NULL AS has_old__, a.xid__ IS NOT NULL AS has_new__, "
-            + ", ".join(f"r.{ident(n)} AS o_{i}" for i, n in enumerate(names))
-            + ", "
-            + ", ".join(f"a.{ident(n)} AS n_{i}" for i, n in enumerate(names))
-            + f" FROM rk r FULL OUTER JOIN ak a ON {on} "
-            "WHERE IF(greatest(coalesce(r.n__, 0), coalesce(a.n__, 0)) > 1, CAST(raise_error("
+            f"u AS (SELECT xid__, ord__, {sel}, -1 AS s__ FROM removed "
+            f"UNION ALL SELECT xid__, ord__, {sel}, 1 AS s__ FROM added)",
+            f"net AS (SELECT xid__, ord__, {sel}, sum(s__) AS n__ FROM u "
+            f"GROUP BY xid__, ord__, {sel} HAVING sum(s__) <> 0)",
+        ]
+    else:
+        side, sign = ("removed", -1) if removed_parts else ("added", 1)
+        ctes.append(f"net AS (SELECT xid__, ord__, {sel}, {sign} AS n__ FROM {side})")
+
+    if keyed and removed_parts and added_parts:
+        # Pair what is left by key: an old and a new image of one key is an update.
+        keys = [ident(k) for k in log.key_columns]
+        row = ", ".join(f"{string(n)}, {ident(n)}" for n in names)
+        key_text = " || ', ' || ".join(f"cast({k} AS STRING)" for k in keys)
+        old = [f"o__.{ident(n)}" for n in names]
+        new = [f"w__.{ident(n)}" for n in names]
+        ctes += [
+            "k AS (SELECT xid__, ord__, "
+            "sum(IF(n__ < 0, -n__, 0)) AS nold__, sum(IF(n__ > 0, n__, 0)) AS nnew__, "
+            f"first(IF(n__ < 0, named_struct({row}), NULL), TRUE) AS o__, "
+            f"first(IF(n__ > 0, named_struct({row}), NULL), TRUE) AS w__, "
+            f"{', '.join(keys)} FROM net GROUP BY xid__, ord__, {', '.join(keys)})",
+            "j AS (SELECT xid__, ord__, nold__ > 0 AS has_old__, nnew__ > 0 AS has_new__, o__, "
+            f"w__, {', '.join(keys)} FROM k WHERE IF(greatest(nold__, nnew__) > 1, CAST(raise_error("
             f"concat({string(f'dbt-fastrefresh: master {log.master} has more than one row with key (')}, "
-            f"{key_text}, {string(') in snapshot ')}, cast(coalesce(r.xid__, a.xid__) AS STRING), "
+            f"{key_text}, {string(') in snapshot ')}, cast(xid__ AS STRING), "
             f"{string('; a keyed log needs a unique key. Fix: make the key unique, or drop the log and create it with another key, or key-less (key=[]).')})) "
             "AS BOOLEAN), TRUE))",
         ]
-        position = {n: i for i, n in enumerate(names)}
         vector = cv.sql_update_vector(old, new)
-        old_cols = ", ".join(f"o_{position[c]} AS {ident(c)}" for c in log_cols)
-        new_cols = ", ".join(f"n_{position[c]} AS {ident(c)}" for c in log_cols)
+        old_cols = ", ".join(f"{string(c)}, o__.{ident(c)}" for c in log_cols)
+        new_cols = ", ".join(f"{string(c)}, w__.{ident(c)}" for c in log_cols)
         old_filter = "has_old__ AND NOT has_new__" if key_only else "has_old__"
         new_old_new = "IF(has_old__, 'U', 'N')" if key_only else "'N'"
+        halves = (
+            f"IF({old_filter}, named_struct('half__', 0, {old_cols}, "
+            "'dmltype__', IF(has_new__, 'U', 'D'), 'old_new__', 'O', 'change_vector__', "
+            f"IF(has_new__, {vector}, {delete_vector})), NULL), "
+            f"IF(has_new__, named_struct('half__', 1, {new_cols}, "
+            f"'dmltype__', IF(has_old__, 'U', 'I'), 'old_new__', {new_old_new}, "
+            f"'change_vector__', IF(has_old__, {vector}, {insert_vector})), NULL)"
+        )
         ctes.append(
-            "o AS (\n  "
-            f"SELECT xid__, ord__, 0 AS half__, {old_cols}, IF(has_new__, 'U', 'D') AS dmltype__, "
-            f"'O' AS old_new__, IF(has_new__, {vector}, {cv.sql_bytes(cv.delete_vector(ncols))}) "
-            f"AS change_vector__ FROM j WHERE {old_filter}\n  UNION ALL\n  "
-            f"SELECT xid__, ord__, 1 AS half__, {new_cols}, IF(has_old__, 'U', 'I'), {new_old_new}, "
-            f"IF(has_old__, {vector}, {cv.sql_bytes(cv.insert_vector(ncols))}) FROM j "
-            "WHERE has_new__)"
+            "o AS (SELECT xid__, ord__, h__.* FROM j LATERAL VIEW "
+            f"inline(filter(array({halves}), e__ -> e__ IS NOT NULL)) h__)"
         )
     else:
         sel_log = ", ".join(ident(c) for c in log_cols)
         ctes.append(
             "o AS (\n  "
-            f"SELECT xid__, ord__, 0 AS half__, {sel_log}, 'D' AS dmltype__, 'O' AS old_new__, "
-            f"{cv.sql_bytes(cv.delete_vector(ncols))} AS change_vector__ FROM r\n  UNION ALL\n  "
-            f"SELECT xid__, ord__, 1 AS half__, {sel_log}, 'I', 'N', "
-            f"{cv.sql_bytes(cv.insert_vector(ncols))} FROM a)"
+            f"SELECT xid__, ord__, IF(n__ < 0, 0, 1) AS half__, {sel_log}, "
+            "IF(n__ < 0, 'D', 'I') AS dmltype__, IF(n__ < 0, 'O', 'N') AS old_new__, "
+            f"IF(n__ < 0, {delete_vector}, {insert_vector}) AS change_vector__ FROM net "
+            "LATERAL VIEW explode(sequence(1, abs(n__))) r__ AS rep__)"
         )
     order_cols = (
         list(log.key_columns)
@@ -426,9 +452,12 @@ def capture_sql(
         else [c.name for c in columns if c.comparable and c.name in log_cols]
     )
     order = ", ".join(["ord__", *(ident(c) for c in order_cols), "half__"])
-    stamp = "" if log.commit_scn else f"{UNMARKED_SQL} AS snaptime__, "
+    if log.commit_scn:
+        snaptime = ""
+    else:
+        snaptime = f"{UNMARKED_SQL if stamp is None else timestamp(stamp)} AS snaptime__, "
     select = (
-        f"SELECT {', '.join(ident(c) for c in log_cols)}, {stamp}dmltype__, old_new__, "
+        f"SELECT {', '.join(ident(c) for c in log_cols)}, {snaptime}dmltype__, old_new__, "
         f"change_vector__, {start_sequence}L + row_number() OVER (ORDER BY {order}) AS sequence__, "
         "xid__ FROM o"
     )
@@ -438,9 +467,12 @@ def capture_sql(
 # -- orchestration ------------------------------------------------------------------------
 
 
-def master_columns(x: Executor, log: LogInfo) -> list[mt.Column]:
-    """The master columns recorded at log creation, checked against the master today."""
-    current = {c.name: c for c in mt.require_iceberg(x, log.master)}
+def master_columns(
+    x: Executor, log: LogInfo, described: Sequence[mt.Column] | None = None
+) -> list[mt.Column]:
+    """The master columns recorded at log creation, checked against the master today
+    (``described``: its columns as the caller just read them)."""
+    current = {c.name: c for c in (described or mt.require_iceberg(x, log.master))}
     missing = [c for c in log.master_columns if c not in current]
     if missing:
         raise FastRefreshError(
@@ -456,65 +488,92 @@ def capture(
     x: Executor, registry: Registry, master: TableName, now: Callable[[], dt.datetime]
 ) -> CaptureResult:
     """Capture every new commit of ``master`` into its log (under the log's lock)."""
+    with locks.holding([log_lock(log_table_for(master))]):
+        log = registry.log_for_master(master)
+        if log is None:
+            raise no_log_error(master)
+        return capture_locked(x, registry, log, now)[0]
+
+
+def capture_locked(
+    x: Executor,
+    registry: Registry,
+    log: LogInfo,
+    now: Callable[[], dt.datetime],
+    stamp: dt.datetime | None = None,
+    columns: Sequence[mt.Column] | None = None,
+) -> tuple[CaptureResult, LogInfo]:
+    """Capture with the log's lock held and its registry row just read.
+
+    ``stamp`` (timestamp flavour, inside a refresh's setup, every earlier row already
+    marked): append the rows stamped with the refresh time instead of unmarked, which
+    saves the marking UPDATE. ``columns``: the master's columns as just described.
+    Returns the result and the log's registry row as this capture left it (without
+    reading it back).
+    """
     started = time.monotonic()
-    found = registry.log_for_master(master)
-    if found is None:
-        raise no_log_error(master)
-    with locks.holding([log_lock(found.log_table)]):
-        log = registry.log_for_master(master) or found  # re-read under the lock
-        current = mt.current_snapshot(x, master)
-        if current == log.captured_through:
-            return CaptureResult(master, log.log_table, current, current, 0, 0, 0.0)
-        chain = mt.chain_after(mt.snapshots(x, master), current, log.captured_through)
-        if chain.gap:
-            stamp = now()
-            registry.update_log(
-                log, captured_through=current, captured_at=stamp, younger_than=stamp,
-                younger_reason=f"history lost: {chain.gap}",
-            )  # fmt: skip
-            return CaptureResult(
-                master, log.log_table, log.captured_through, current, 0, 0,
-                time.monotonic() - started, chain.gap,
-            )  # fmt: skip
-        columns = master_columns(x, log)
-        _remove_leftovers(x, log)
-        changes = read_changes(x, log, columns, chain.snapshots)
-        sequence = log.last_sequence
-        for start in range(0, len(changes), SNAPSHOTS_PER_STATEMENT):
-            batch = changes[start : start + SNAPSHOTS_PER_STATEMENT]
-            x.execute(capture_sql(log, columns, batch, sequence))
-            sequence = _max_sequence(x, log.log_table, sequence)
-        fault_point("capture.after_log_append")
+    master = log.master
+    current = mt.current_snapshot(x, master)
+    if current == log.captured_through:
+        return CaptureResult(master, log.log_table, current, current, 0, 0, 0.0), log
+    chain = mt.chain_after(mt.snapshots(x, master), current, log.captured_through)
+    if chain.gap:
         stamp = now()
-        registry.update_log(
-            log, captured_through=current, captured_at=stamp, last_sequence=sequence
-        )
-        seconds = time.monotonic() - started
-        rows = sequence - log.last_sequence
-        if rows:
-            registry.insert(
-                "capture_runs",
-                [
-                    {
-                        "log_table": str(log.log_table),
-                        "master": str(master),
-                        "captured_at": stamp,
-                        "from_snapshot": log.captured_through,
-                        "to_snapshot": current,
-                        "snapshots": len(chain.snapshots),
-                        "first_sequence": log.last_sequence + 1,
-                        "last_sequence": sequence,
-                        "log_rows": rows,
-                        "oldest_commit": _naive(chain.snapshots[0].committed_at),
-                        "newest_commit": _naive(chain.snapshots[-1].committed_at),
-                        "seconds": seconds,
-                    }
-                ],
-            )
-        return CaptureResult(
-            master, log.log_table, log.captured_through, current, len(chain.snapshots), rows,
-            seconds,
+        values: dict[str, Any] = {
+            "captured_through": current,
+            "captured_at": stamp,
+            "younger_than": stamp,
+            "younger_reason": f"history lost: {chain.gap}",
+        }
+        registry.update_log(log, **values)
+        result = CaptureResult(
+            master, log.log_table, log.captured_through, current, 0, 0,
+            time.monotonic() - started, chain.gap,
         )  # fmt: skip
+        return result, dataclasses.replace(log, **values)
+    columns = master_columns(x, log, columns)
+    _remove_leftovers(x, log)
+    changes = read_changes(x, log, columns, chain.snapshots)
+    if log.commit_scn or log.marked_sequence < log.last_sequence:
+        stamp = None
+    sequence = log.last_sequence
+    for start in range(0, len(changes), SNAPSHOTS_PER_STATEMENT):
+        batch = changes[start : start + SNAPSHOTS_PER_STATEMENT]
+        x.execute(capture_sql(log, columns, batch, sequence, stamp))
+        sequence = _max_sequence(x, log.log_table, sequence)
+    fault_point("capture.after_log_append")
+    captured_at = now()
+    values = {"captured_through": current, "captured_at": captured_at, "last_sequence": sequence}
+    if stamp is not None:
+        values["marked_sequence"] = sequence
+    registry.update_log(log, **values)
+    seconds = time.monotonic() - started
+    rows = sequence - log.last_sequence
+    if rows:
+        registry.insert(
+            "capture_runs",
+            [
+                {
+                    "log_table": str(log.log_table),
+                    "master": str(master),
+                    "captured_at": captured_at,
+                    "from_snapshot": log.captured_through,
+                    "to_snapshot": current,
+                    "snapshots": len(chain.snapshots),
+                    "first_sequence": log.last_sequence + 1,
+                    "last_sequence": sequence,
+                    "log_rows": rows,
+                    "oldest_commit": _naive(chain.snapshots[0].committed_at),
+                    "newest_commit": _naive(chain.snapshots[-1].committed_at),
+                    "seconds": seconds,
+                }
+            ],
+        )
+    result = CaptureResult(
+        master, log.log_table, log.captured_through, current, len(chain.snapshots), rows,
+        seconds,
+    )  # fmt: skip
+    return result, dataclasses.replace(log, **values)
 
 
 def _naive(value: dt.datetime | None) -> dt.datetime | None:

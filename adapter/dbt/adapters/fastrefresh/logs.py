@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 
-from dbt.adapters.fastrefresh import locks
+from dbt.adapters.fastrefresh import locks, logsite
 from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.capture import log_lock, no_log_error
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -143,6 +143,7 @@ def create_mview_log(
         except Exception:
             x.execute(f"DROP TABLE IF EXISTS {log_table.sql}")  # leave no partial state
             raise
+        logsite.forget(log_table)
     kind = "key-less (full row images)" if keyless else f"keyed by ({', '.join(key_columns)})"
     flavour = "commit-SCN" if commit_scn else "timestamp"
     return (
@@ -170,6 +171,7 @@ def drop_mview_log(x: Executor, registry: Registry, master_name: object) -> str:
         registry.delete("mview_log_users", where)
         registry.delete("mview_logs", where)
         x.execute(f"DROP TABLE IF EXISTS {log.log_table.sql}")
+        logsite.forget(log.log_table)
         views = sorted(str(u.mview) for u in users)
         if views:
             registry.update(

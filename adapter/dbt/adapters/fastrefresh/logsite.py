@@ -9,23 +9,25 @@ but does not need to be registered before.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh import locks
+from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.admin import PurgeResult, purge_rows
 from dbt.adapters.fastrefresh.capture import (
     UNMARKED_SQL,
     CaptureResult,
-    capture,
+    capture_locked,
     fault_point,
     log_lock,
 )
 from dbt.adapters.fastrefresh.capture import no_log_error as _no_log_error
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.registry import LogInfo, LogUser, Registry
-from dbt.adapters.fastrefresh.sqltext import TableName, literal, timestamp
+from dbt.adapters.fastrefresh.sqltext import TableName, literal, log_table_for, timestamp
 
 ONE_TICK = dt.timedelta(microseconds=1)
 no_log_error = _no_log_error
@@ -96,6 +98,16 @@ def usability_problem(
     return None
 
 
+# The refresh time each log's last setup chose in this process, until its wrap-up records
+# it: a later setup must choose a time after it even when that setup stamped nothing.
+_CHOSEN: dict[str, dt.datetime] = {}
+
+
+def forget(log_table: TableName) -> None:
+    """Drop what this process remembers of a log (it was dropped or created)."""
+    _CHOSEN.pop(str(log_table), None)
+
+
 def setup(
     x: Executor,
     registry: Registry,
@@ -103,33 +115,45 @@ def setup(
     mview: TableName,
     clock: Callable[[], dt.datetime],
     mview_last_refresh: dt.datetime | None = None,
+    columns: Sequence[mt.Column] | None = None,
 ) -> Setup:
-    """Capture, verify, choose the refresh time and mark, under the log's lock."""
-    found = registry.log_for_master(master)
-    if found is None:
-        raise no_log_error(master)
-    with locks.holding([log_lock(found.log_table)]):
-        captured = capture(x, registry, master, clock)
-        log = registry.log_for_master(master) or found
-        user = next((u for u in registry.log_users(log.log_table) if u.mview == mview), None)
-        problem = usability_problem(log, user, mview_last_refresh)
+    """Verify, choose the refresh time, mark and capture, under the log's lock.
+
+    The registry records the chosen time (``youngest``) and the marked sequence at
+    wrap-up, one write for both; a setup that died before left its stamps on the log
+    rows, where the next setup finds them (``_youngest``).
+    """
+    with locks.holding([log_lock(log_table_for(master))]):
+        log = registry.log_for_master(master)
+        if log is None:
+            raise no_log_error(master)
         now = refresh_time(clock(), _youngest(x, log))
+        _CHOSEN[str(log.log_table)] = now
         if not log.commit_scn and log.last_sequence > log.marked_sequence:
-            # Only the first refresher stamps a row: rows already stamped keep their time.
+            # Rows captured outside a refresh: only the first refresher stamps them, and
+            # rows already stamped keep their time.
             x.execute(
                 f"UPDATE {log.log_table.sql} SET snaptime__ = {timestamp(now)} "
                 f"WHERE sequence__ > {log.marked_sequence} AND sequence__ <= {log.last_sequence} "
                 f"AND snaptime__ = {UNMARKED_SQL}"
             )
             fault_point("setup.after_mark")
-        registry.update_log(log, youngest=now, marked_sequence=log.last_sequence)
-        log = registry.log_for_master(master) or log
+            log = dataclasses.replace(log, marked_sequence=log.last_sequence)
+        # New commits are appended already stamped with ``now``: this setup is their
+        # first refresher.
+        captured, log = capture_locked(x, registry, log, clock, stamp=now, columns=columns)
+        user = next((u for u in registry.log_users(log.log_table) if u.mview == mview), None)
+        problem = usability_problem(log, user, mview_last_refresh)
     return Setup(log, mview, now, log.captured_through, user, log.last_sequence, captured, problem)
 
 
 def _youngest(x: Executor, log: LogInfo) -> dt.datetime | None:
-    """The youngest time on the log, also after a crash between marking and recording it."""
+    """The youngest time on the log: the registry's, this process's latest choice, and
+    stamps a setup left without recording them (it died, or its wrap-up is pending)."""
     youngest = log.youngest
+    chosen = _CHOSEN.get(str(log.log_table))
+    if chosen is not None and (youngest is None or chosen > youngest):
+        youngest = chosen
     if not log.commit_scn and log.last_sequence > log.marked_sequence:
         rows = x.query(
             f"SELECT max(snaptime__) FROM {log.log_table.sql} WHERE sequence__ > "
@@ -169,4 +193,9 @@ def wrap_up(x: Executor, registry: Registry, done: Setup) -> PurgeResult:
             registry.update("mview_log_users", where, values)
         fault_point("wrap_up.after_register")
         users = registry.log_users(log_table)
-        return purge_rows(x, registry, log, users, done.now)
+        recorded: dict[str, object] = {
+            "youngest": max(done.now, log.youngest) if log.youngest else done.now
+        }
+        if not log.commit_scn:
+            recorded["marked_sequence"] = max(log.marked_sequence, done.through_sequence)
+        return purge_rows(x, registry, log, users, done.now, recorded=recorded)

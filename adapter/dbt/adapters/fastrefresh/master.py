@@ -109,6 +109,19 @@ def current_snapshot(x: Executor, table: TableName, refresh: bool = True) -> int
     return int(value) if value and value.lstrip("-").isdigit() else None
 
 
+def record_count(x: Executor, table: TableName, snapshot: int) -> int | None:
+    """The rows in the table's data files at ``snapshot``, from its summary (no scan).
+
+    Rows deleted by merge-on-read delete files are still counted: an upper bound.
+    """
+    rows = x.query(
+        f"SELECT summary['total-records'] FROM {table.metadata('snapshots')} "
+        f"WHERE snapshot_id = {int(snapshot)}"
+    )
+    value = str(rows[0][0]) if rows and rows[0][0] is not None else ""
+    return int(value) if value.isdigit() else None
+
+
 def snapshots(x: Executor, table: TableName) -> dict[int, Snapshot]:
     rows = x.query(
         f"SELECT snapshot_id, parent_id, operation, committed_at FROM {table.metadata('snapshots')}"

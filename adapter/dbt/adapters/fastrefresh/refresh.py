@@ -34,6 +34,13 @@ from dbt.adapters.fastrefresh.registry import LogInfo, MviewInfo, Registry
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
 
 METHODS = ("force", "fast", "complete")
+# Under ``force``: a log range holding more rows than this fraction of the master's rows
+# refreshes completely: reading, sorting and netting that many log rows costs about as
+# much as rebuilding from the master. Ranges below CHEAP_RANGE rows are not checked (the
+# check costs a metadata query). The fixed cost of a fast refresh can make a rebuild of a
+# small master cheaper still (benchmarks/results/full); that is not guessed here.
+COMPLETE_ABOVE_FRACTION = 0.2
+CHEAP_RANGE = 20_000
 VIEW_PROPERTIES = "'format-version'='2'"
 
 
@@ -178,15 +185,18 @@ def refresh_view(
     for m in masters:
         if m.log is not None:
             setups[m.name] = logsite.setup(
-                x, registry, m.name, view, clock, row.last_refresh_time if row else None
-            )
+                x, registry, m.name, view, clock, row.last_refresh_time if row else None,
+                m.columns,
+            )  # fmt: skip
     pins: dict[TableName, int | None] = {
         m.name: setups[m.name].master_snapshot
         if m.name in setups
         else mt.current_snapshot(x, m.name)
         for m in masters
     }
-    phases["capture_setup"] = time.monotonic() - mark
+    captured = sum(s.capture.seconds for s in setups.values())
+    phases["capture"] = captured
+    phases["setup"] = time.monotonic() - mark - captured
     if reason is None:
         for setup in setups.values():
             if setup.problem:
@@ -196,6 +206,8 @@ def refresh_view(
     if reason is None:
         reason = _plan_sources(plan, masters, setups, sources)
         expected = reason is None
+    if reason is None and method == "force":
+        reason = _range_too_large(x, setups, pins)
     if reason is not None and not expected and method == "fast":
         _record_failure(registry, view, run_started, clock, f"{reason}", "FAST")
         raise FastRefreshError(
@@ -221,6 +233,7 @@ def refresh_view(
     for setup in setups.values():
         logsite.wrap_up(x, registry, setup)
     phases["wrap_up"] = time.monotonic() - mark
+    mark = time.monotonic()
     now = max((s.now for s in setups.values()), default=clock())
     _record_view(
         registry,
@@ -237,6 +250,7 @@ def refresh_view(
         row,
         table_options,
     )
+    phases["record"] = time.monotonic() - mark
     seconds = time.monotonic() - started
     phases["total"] = seconds
     registry.insert(
@@ -289,6 +303,25 @@ def _apply(
         f"CREATE OR REPLACE TABLE {view.sql} USING iceberg {table_options} {properties} AS {select}"
     )
     return "COMPLETE", 0, False
+
+
+def _range_too_large(
+    x: Executor, setups: dict[TableName, logsite.Setup], pins: dict[TableName, int | None]
+) -> str | None:
+    """Why a complete refresh is cheaper than reading this view's log range (or None)."""
+    for name, s in setups.items():
+        rows = s.through_sequence - s.after_sequence
+        pin = pins.get(name)
+        if rows < CHEAP_RANGE or pin is None:
+            continue
+        total = mt.record_count(x, name, pin)
+        if total and rows > COMPLETE_ABOVE_FRACTION * total:
+            return (
+                f"the log range holds {rows:,} rows for this view, {rows / total:.0%} of the "
+                f"{total:,} rows of {name}; above {COMPLETE_ABOVE_FRACTION:.0%} a complete "
+                "refresh is cheaper (refresh_method='fast' refreshes fast regardless)"
+            )
+    return None
 
 
 def _plan_sources(

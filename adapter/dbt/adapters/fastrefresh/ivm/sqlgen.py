@@ -95,12 +95,15 @@ def image_ctes(plan: ViewPlan, source: Source) -> list[str]:
     part = ", ".join(_q(k) for k in log.key_columns)
     return [
         f"__fr_rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.log_table.sql} WHERE {where})",
+        # Net change per key: its first old image and its last new image. One window
+        # (one sort) and one pass; a UNION ALL of two passes would read the log twice.
         "__fr_ranked AS (SELECT *, "
-        f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__) AS __fr_first, "
-        f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__ DESC) AS __fr_last "
+        f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__) AS __fr_pos, "
+        f"count(1) OVER (PARTITION BY {part} ORDER BY sequence__ "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __fr_n "
         "FROM __fr_rng)",
-        f"imgs AS (SELECT {sel}, -1 AS __fr_sign FROM __fr_ranked WHERE __fr_first = 1 AND old_new__ = 'O' "
-        f"UNION ALL SELECT {sel}, 1 AS __fr_sign FROM __fr_ranked WHERE __fr_last = 1 AND old_new__ = 'N')",
+        f"imgs AS (SELECT {sel}, IF(old_new__ = 'O', -1, 1) AS __fr_sign FROM __fr_ranked "
+        "WHERE (__fr_pos = 1 AND old_new__ = 'O') OR (__fr_pos = __fr_n AND old_new__ = 'N'))",
     ]
 
 
@@ -171,17 +174,20 @@ def _projection_keyed(
     outputs = {o.name: o.sql for o in plan.outputs}
     outputs.update({name: sql for name, sql in plan.hidden})
     cols = list(plan.view_columns)
-    deletes = ", ".join(
-        (f"{key_exprs[c]} AS {_q(c)}" if c in key_exprs else f"{_null(c, types)} AS {_q(c)}")
-        for c in cols
-    )
-    inserts = ", ".join(f"CAST({outputs[c]} AS {types[c]}) AS {_q(c)}" for c in cols)
-    keys = ", ".join(key_exprs[c] for c in plan.key_view_columns)
+    deletes = [key_exprs[c] if c in key_exprs else _null(c, types) for c in cols]
+    inserts = [f"CAST({outputs[c]} AS {types[c]})" for c in cols]
     where = f" AND ({plan.filter})" if plan.filter else ""
+    # One pass over the images (a second would read the log again): a key's old image
+    # (at most one) deletes the key's row (the view can hold one only if the key had an
+    # old image); its new image, when it passes the filter, inserts the row again.
+    rows = ", ".join(
+        f"IF({alias}.__fr_sign = -1, {d}, {i}) AS {_q(c)}"
+        for c, d, i in zip(cols, deletes, inserts, strict=True)
+    )
     source = (
         f"WITH {', '.join(ctes)} "
-        f"SELECT {deletes}, 'D' AS __fr_op FROM (SELECT DISTINCT {keys} FROM imgs {alias}) {alias} "
-        f"UNION ALL SELECT {inserts}, 'I' AS __fr_op FROM imgs {alias} WHERE {alias}.__fr_sign = 1{where}"
+        f"SELECT {rows}, IF({alias}.__fr_sign = -1, 'D', 'I') AS __fr_op FROM imgs {alias} "
+        f"WHERE {alias}.__fr_sign = -1 OR (TRUE{where})"
     )
     on = " AND ".join(f"t.{_q(c)} <=> s.{_q(c)}" for c in plan.key_view_columns)
     return (
