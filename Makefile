@@ -31,14 +31,26 @@ check-java:
 demo: check-java $(STAMP)
 	$(BIN)/python examples/quickstart/demo.py
 
+# Two test processes (one Spark JVM each), as many as the 2-core CI machine has cores:
+# the tests spend most of their time in per-statement latency, which overlaps well.
+XDIST ?= -n 2 --dist worksteal
+
 test: check-java $(STAMP)
-	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 test-slow: check-java $(STAMP)
-	$(BIN)/pytest -m "slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "slow" $(XDIST) $(PYTEST_ARGS)
 
 test-all: check-java $(STAMP)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
+
+# The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
+# (about an hour on 2 cores) or benchmarks/results/quick (a few minutes).
+bench: check-java $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+bench-quick: check-java $(STAMP)
+	$(BIN)/python benchmarks/bench.py --quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check adapter tests examples benchmarks

@@ -1,0 +1,410 @@
+"""The benchmark harness: fast refresh vs complete refresh vs dbt incremental vs the floor.
+
+One process, the embedded default (in-process Spark + Iceberg), dbt invoked in-process.
+Each round changes the master (``workload.apply_changes``), then refreshes every view of
+the chosen scenarios four ways, in this order:
+
+1. ``fast``: the view as a ``fast_refresh`` model (``refresh_method='force'``), ``dbt run``;
+   it pays the round's capture of the master's new commits;
+2. ``complete``: the same view as a ``fast_refresh`` model with ``refresh_method='complete'``;
+3. ``incremental``: the model as users write it today with dbt-spark's ``merge`` strategy,
+   the fair best version: an ``updated_at`` watermark selects the changed rows and, for an
+   aggregate, the groups they touch are recomputed. It cannot see deletes or the group an
+   updated row left, so its result is checked and its wrong rows are reported;
+4. ``floor``: a bare ``MERGE`` of the view's already-computed net change into a copy of the
+   view (the delta is computed untimed): no refresh can apply a change for less.
+
+Times are dbt's own per-model execution time (``fast``, ``complete``, ``incremental``) and
+the MERGE's wall time (``floor``). The fast refresh's phases come from the registry's
+``refresh_runs``. After each round every fast and complete view is checked against its
+query recomputed, and a wrong result stops the run.
+
+Sweeps: change fraction at a fixed master size (all scenarios, both log flavours), and
+master size at a fixed change count (the aggregate scenario, both write modes, both
+localities). ``--quick`` shrinks both to finish in a few minutes.
+
+Usage: .venv/bin/python benchmarks/bench.py [--quick] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import report  # noqa: E402
+import workload  # noqa: E402
+from workload import ORDERS, SCHEMA, View  # noqa: E402
+
+REPO = HERE.parent
+REGISTRY = "bench_registry"
+METHODS = ("fast", "complete", "incremental", "floor")
+FIELDS = [
+    "sweep", "rows", "mode", "locality", "flavour", "fraction", "changes", "scenario",
+    "views", "method", "repeat", "seconds", "wrong_rows", "refresh_types", "log_rows",
+    "analyze", "capture", "setup", "apply", "wrap_up", "record", "refresh_total",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plan:
+    fraction_rows: int
+    fractions: tuple[float, ...]
+    sizes: tuple[int, ...]
+    size_changes: int
+    repeats: int
+    modes: tuple[str, ...] = tuple(workload.WRITE_MODES)
+    localities: tuple[str, ...] = ("recent", "scattered")
+    flavours: tuple[str, ...] = ("timestamp", "commit_scn")
+
+
+FULL = Plan(1_000_000, (0.0001, 0.001, 0.01, 0.1), (1_000_000, 3_000_000, 10_000_000), 10_000, 1)
+QUICK = Plan(100_000, (0.01,), (100_000, 300_000), 1_000, 1, modes=("copy-on-write",))
+
+
+# -- the dbt project ------------------------------------------------------------------------
+
+
+def incremental_sql(view: View) -> str:
+    """The view as a dbt-spark incremental model, the best way users write it today."""
+    sql = view.sql
+    is_aggregate = " GROUP BY " in sql or "count(" in sql.split(" FROM ")[0]
+    select, rest = sql.split(f" FROM {ORDERS}", 1)
+    watermark = "(SELECT max(_max_updated_at) FROM {{ this }})"
+    if is_aggregate:
+        select += ", max(updated_at) AS _max_updated_at"
+        keys = ", ".join(view.key)
+        changed = f"({keys}) IN (SELECT {keys} FROM {ORDERS} WHERE updated_at > {watermark})"
+    else:
+        select += ", updated_at AS _max_updated_at"
+        changed = f"updated_at > {watermark}"
+    where, _, group = rest.partition(" GROUP BY ")
+    glue = " AND " if "WHERE" in where else " WHERE "
+    body = f"{select} FROM {ORDERS}{where}{{% if is_incremental() %}}{glue}{changed}{{% endif %}}"
+    return body + (f" GROUP BY {group}" if group else "")
+
+
+def write_project(root: Path, state: Path, views: list[View]) -> Path:
+    project = root / "bench_project"
+    models = project / "models"
+    models.mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(
+        "name: bench\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n"
+    )
+    (project / "profiles.yml").write_text(
+        "bench:\n  target: dev\n  outputs:\n    dev:\n      type: fastrefresh\n"
+        f"      schema: {SCHEMA}\n      state_dir: {state}\n      registry_schema: {REGISTRY}\n"
+    )
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
+    for v in views:
+        tags = f"'{v.scenario}'"
+        (models / f"{v.name}__fast.sql").write_text(
+            f"{{{{ config(materialized='fast_refresh', tags=['fast', {tags}]) }}}}\n{v.sql}\n"
+        )
+        (models / f"{v.name}__complete.sql").write_text(
+            "{{ config(materialized='fast_refresh', refresh_method='complete', "
+            f"tags=['complete', {tags}]) }}}}\n{v.sql}\n"
+        )
+        if v.key:
+            keys = ", ".join(f"'{k}'" for k in v.key)
+            config = (
+                "materialized='incremental', incremental_strategy='merge', "
+                f"file_format='iceberg', unique_key=[{keys}]"
+            )
+            sql = incremental_sql(v)
+        else:  # a global aggregate has no key to merge on: users rebuild it
+            config, sql = "materialized='table', file_format='iceberg'", v.sql
+        (models / f"{v.name}__incremental.sql").write_text(
+            f"{{{{ config({config}, tags=['incremental', {tags}]) }}}}\n{sql}\n"
+        )
+    return project
+
+
+class Dbt:
+    def __init__(self, project: Path) -> None:
+        from dbt.cli.main import dbtRunner
+
+        self.runner = dbtRunner()
+        self.flags = ["--project-dir", str(project), "--profiles-dir", str(project)]
+        self.invoke(["deps"])
+
+    def invoke(self, args: list[str]) -> Any:
+        result = self.runner.invoke([*args, *self.flags, "--quiet"])
+        if not result.success:
+            raise RuntimeError(f"dbt {' '.join(args)} failed: {result.exception or result.result}")
+        return result.result
+
+    def run(self, select: str, full_refresh: bool = False) -> dict[str, tuple[float, str]]:
+        """Per model: dbt's execution time and its result message."""
+        args = ["run", "-s", select] + (["--full-refresh"] if full_refresh else [])
+        out = {}
+        for r in self.invoke(args).results:
+            out[r.node.name] = (float(r.execution_time), str(r.message or ""))
+        return out
+
+
+# -- one round ---------------------------------------------------------------------------
+
+
+def _columns(spark: Any, table: str) -> list[str]:
+    return [
+        c
+        for c in spark.table(table).columns
+        if not c.startswith("__fr_") and c != "_max_updated_at"
+    ]
+
+
+def wrong_rows(spark: Any, table: str, truth: str) -> int:
+    cols = ", ".join(f"`{c}`" for c in _columns(spark, truth))
+    row = spark.sql(
+        f"SELECT (SELECT count(*) FROM (SELECT {cols} FROM {table} EXCEPT ALL SELECT {cols} "
+        f"FROM {truth})) + (SELECT count(*) FROM (SELECT {cols} FROM {truth} EXCEPT ALL "
+        f"SELECT {cols} FROM {table}))"
+    ).collect()[0][0]
+    return int(row)
+
+
+def floor_init(spark: Any, view: View) -> None:
+    spark.sql(f"CREATE OR REPLACE TABLE {SCHEMA}.floor__{view.name} USING iceberg AS {view.sql}")
+
+
+def floor_round(spark: Any, view: View) -> float:
+    """Recompute the truth and the net change (untimed), then time the bare MERGE."""
+    truth, floor, delta = (f"{SCHEMA}.{p}__{view.name}" for p in ("truth", "floor", "delta"))
+    spark.sql(f"CREATE OR REPLACE TABLE {truth} USING iceberg AS {view.sql}")
+    cols = _columns(spark, truth)
+    on = " AND ".join(f"t.`{k}` <=> d.`{k}`" for k in view.key) or "TRUE"
+    anti = " AND ".join(f"o.`{k}` <=> n.`{k}`" for k in view.key) or "TRUE"
+    listed = ", ".join(f"`{c}`" for c in cols)
+    spark.sql(
+        f"CREATE OR REPLACE TABLE {delta} USING iceberg AS "
+        f"SELECT 'U' AS op__, {listed} FROM (SELECT {listed} FROM {truth} EXCEPT "
+        f"SELECT {listed} FROM {floor}) UNION ALL SELECT 'D' AS op__, "
+        f"{', '.join(f'o.`{c}`' for c in cols)} FROM {floor} o LEFT ANTI JOIN {truth} n ON {anti}"
+    )
+    sets = ", ".join(f"`{c}` = d.`{c}`" for c in cols)
+    started = time.perf_counter()
+    spark.sql(
+        f"MERGE INTO {floor} t USING {delta} d ON {on} "
+        f"WHEN MATCHED AND d.op__ = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND d.op__ = 'U' THEN INSERT ({listed}) "
+        f"VALUES ({', '.join(f'd.`{c}`' for c in cols)})"
+    ).collect()
+    return time.perf_counter() - started
+
+
+def phases_since(spark: Any, since: dt.datetime) -> dict[str, dict[str, Any]]:
+    rows = spark.sql(
+        f"SELECT mview, phase_seconds, log_rows_read, refresh_type FROM {REGISTRY}.refresh_runs "
+        f"WHERE started >= TIMESTAMP_NTZ'{since:%Y-%m-%d %H:%M:%S.%f}' AND status = 'SUCCESS'"
+    ).collect()
+    return {
+        str(r[0]).split(".")[-1]: {"phases": dict(r[1] or {}), "log_rows": r[2], "type": r[3]}
+        for r in rows
+    }
+
+
+def run_round(
+    spark: Any, dbt: Dbt, views: list[View], context: dict[str, Any], repeat: int
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for scenario in sorted({v.scenario for v in views}):
+        group = [v for v in views if v.scenario == scenario]
+        base = {**context, "scenario": scenario, "views": len(group), "repeat": repeat}
+        results: dict[str, dict[str, Any]] = {}
+        for method in ("fast", "complete", "incremental"):
+            since = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+            timings = dbt.run(f"tag:{method},tag:{scenario}")
+            row: dict[str, Any] = {
+                "method": method,
+                "seconds": sum(t for t, _ in timings.values()),
+            }
+            if method != "incremental":
+                runs = phases_since(spark, since)
+                types = sorted({runs[f"{v.name}__{method}"]["type"] for v in group})
+                row["refresh_types"] = "/".join(types)
+                row["log_rows"] = sum(runs[f"{v.name}__{method}"]["log_rows"] or 0 for v in group)
+                for phase in ("analyze", "capture", "setup", "apply", "wrap_up", "record"):
+                    row[phase] = sum(
+                        runs[f"{v.name}__{method}"]["phases"].get(phase, 0.0) for v in group
+                    )
+                row["refresh_total"] = sum(
+                    runs[f"{v.name}__{method}"]["phases"].get("total", 0.0) for v in group
+                )
+            results[method] = row
+        results["floor"] = {"method": "floor", "seconds": sum(floor_round(spark, v) for v in group)}
+        for method in ("fast", "complete", "incremental"):
+            wrong = sum(
+                wrong_rows(spark, f"{SCHEMA}.{v.name}__{method}", f"{SCHEMA}.truth__{v.name}")
+                for v in group
+            )
+            results[method]["wrong_rows"] = wrong
+            if wrong and method != "incremental":
+                raise AssertionError(
+                    f"{method} refresh of {scenario} differs from its query by {wrong} row(s)"
+                )
+        results["floor"]["wrong_rows"] = 0
+        if results["fast"]["refresh_types"] != "FAST":  # force chose complete (refresh.py)
+            print(f"  note: {scenario} under force refreshed {results['fast']['refresh_types']}")
+        for row in results.values():
+            out.append({**base, **row})
+            print(
+                f"  {scenario:10} {row['method']:11} {row['seconds']:8.2f}s"
+                + (f"  wrong={row['wrong_rows']}" if row.get("wrong_rows") else ""),
+                flush=True,
+            )
+    return out
+
+
+# -- sweeps -------------------------------------------------------------------------------
+
+
+def create_log(spark: Any, flavour: str) -> None:
+    from dbt.adapters.fastrefresh import logs
+    from dbt.adapters.fastrefresh.clock import utcnow
+    from dbt.adapters.fastrefresh.executor import SparkExecutor
+    from dbt.adapters.fastrefresh.registry import Registry
+    from dbt.adapters.fastrefresh.sqltext import TableName
+
+    x = SparkExecutor(spark)
+    registry = Registry(x, REGISTRY)
+    registry.ensure()
+    if registry.log_for_master(TableName.parse(ORDERS)) is not None:
+        logs.drop_mview_log(x, registry, ORDERS)
+    logs.create_mview_log(x, registry, ORDERS, None, flavour == "commit_scn", None, utcnow)
+
+
+def setup_round(
+    spark: Any, dbt: Dbt, rows: int, mode: str, flavour: str, views: list[View]
+) -> None:
+    workload.build_master(spark, rows, mode)
+    create_log(spark, flavour)
+    scenarios = sorted({v.scenario for v in views})
+    dbt.run(" ".join(f"tag:{s}" for s in scenarios), full_refresh=True)
+    for v in views:
+        floor_init(spark, v)
+
+
+def fraction_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
+    views = workload.views(["aggregate", "projection", "shared"])
+    rows = plan.fraction_rows
+    for flavour in plan.flavours:
+        print(f"fraction sweep: {rows:,} rows, copy-on-write, {flavour} log", flush=True)
+        setup_round(spark, dbt, rows, "copy-on-write", flavour, views)
+        if flavour == plan.flavours[0]:
+            # One untimed round first: the JVM compiles the statements' code paths once.
+            print(" warm-up round (not recorded)", flush=True)
+            workload.apply_changes(spark, max(1, rows // 1000), "recent", 11, 99, rows)
+            run_round(spark, dbt, views, {}, 0)
+        for round_no, fraction in enumerate(plan.fractions, start=1):
+            for repeat in range(plan.repeats):
+                count = max(1, round(rows * fraction))
+                batch = workload.apply_changes(
+                    spark, count, "recent", 11, 100 * round_no + repeat, rows
+                )
+                print(f" {fraction:.2%} = {batch.rows:,} changes", flush=True)
+                context = {
+                    "sweep": "fraction", "rows": rows, "mode": "copy-on-write",
+                    "locality": "recent", "flavour": flavour, "fraction": fraction,
+                    "changes": batch.rows,
+                }  # fmt: skip
+                rows_out.extend(run_round(spark, dbt, views, context, repeat))
+
+
+def size_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
+    views = workload.views(["aggregate"])
+    for rows in plan.sizes:
+        for mode in plan.modes:
+            print(f"size sweep: {rows:,} rows, {mode}, timestamp log", flush=True)
+            setup_round(spark, dbt, rows, mode, "timestamp", views)
+            for li, locality in enumerate(plan.localities):
+                for repeat in range(plan.repeats):
+                    batch = workload.apply_changes(
+                        spark, plan.size_changes, locality, 13, 100 * li + repeat, rows
+                    )
+                    print(f" {locality}: {batch.rows:,} changes", flush=True)
+                    context = {
+                        "sweep": "size", "rows": rows, "mode": mode, "locality": locality,
+                        "flavour": "timestamp", "fraction": batch.rows / rows,
+                        "changes": batch.rows,
+                    }  # fmt: skip
+                    rows_out.extend(run_round(spark, dbt, views, context, repeat))
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    memory = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = " (" + line.split(":", 1)[1].strip() + ")"
+                break
+    except OSError:
+        pass
+    import pyspark
+
+    return (
+        f"{platform.machine()}{model}, {cpus} cores{memory}; Python "
+        f"{platform.python_version()}, PySpark {pyspark.__version__}, embedded Spark "
+        "local[*] with Iceberg 1.10, driver memory 4g"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
+    parser.add_argument("--out", type=Path, default=None, help="results folder")
+    parser.add_argument("--sweeps", default="fraction,size", help="comma-separated: fraction, size")
+    args = parser.parse_args()
+    plan = QUICK if args.quick else FULL
+    out = args.out or HERE / "results" / ("quick" if args.quick else "full")
+
+    from dbt.adapters.fastrefresh.embedded import start_session
+
+    state = HERE / ".state"
+    shutil.rmtree(state, ignore_errors=True)
+    spark = start_session(state)
+    spark.sparkContext.setLogLevel("ERROR")
+    started = time.perf_counter()
+    rows_out: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        project = write_project(
+            Path(tmp), state, workload.views(["aggregate", "projection", "shared"])
+        )
+        dbt = Dbt(project)
+        sweeps = args.sweeps.split(",")
+        if "fraction" in sweeps:
+            fraction_sweep(spark, dbt, plan, rows_out)
+        if "size" in sweeps:
+            size_sweep(spark, dbt, plan, rows_out)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "bench.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer.writeheader()
+        for row in rows_out:
+            writer.writerow({k: row.get(k, "") for k in FIELDS})
+    minutes = (time.perf_counter() - started) / 60
+    report.write(out, machine(), plan, minutes)
+    print(f"results in {out} ({minutes:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()

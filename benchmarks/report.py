@@ -1,0 +1,287 @@
+"""The benchmark's report: a Markdown summary and PNG plots from ``bench.csv``.
+
+Run on its own to redraw from an existing CSV:
+``.venv/bin/python benchmarks/report.py benchmarks/results/full``.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+PHASES = ("capture", "setup", "apply", "wrap_up", "record", "analyze")
+
+
+def _load(folder: Path) -> list[dict[str, Any]]:
+    with (folder / "bench.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        for k in ("rows", "changes", "views", "wrong_rows", "log_rows"):
+            r[k] = int(r[k]) if r.get(k) not in (None, "") else None
+        for k in ("fraction", "seconds", "refresh_total", *PHASES):
+            r[k] = float(r[k]) if r.get(k) not in (None, "") else None
+    return rows
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _group(rows: list[dict[str, Any]], *keys: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    out: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[tuple(r[k] for k in keys)].append(r)
+    return out
+
+
+def _s(v: float | None) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def _x(a: float | None, b: float | None) -> str:
+    return "" if not a or not b else f"{a / b:.1f}x"
+
+
+def _method(rows: list[dict[str, Any]], method: str, field: str = "seconds") -> float | None:
+    return _median(r[field] for r in rows if r["method"] == method)
+
+
+def _wrong(rows: list[dict[str, Any]]) -> str:
+    wrong = [r["wrong_rows"] for r in rows if r["method"] == "incremental"]
+    return str(max(wrong)) if wrong else ""
+
+
+def fraction_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| log flavour | scenario | changed | changes | fast | complete | dbt incremental "
+        "(wrong rows) | floor | complete / fast | fast / floor |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    data = [r for r in rows if r["sweep"] == "fraction"]
+    for (flavour, scenario, fraction), g in sorted(
+        _group(data, "flavour", "scenario", "fraction").items()
+    ):
+        fast, complete = _method(g, "fast"), _method(g, "complete")
+        incremental, floor = _method(g, "incremental"), _method(g, "floor")
+        lines.append(
+            f"| {flavour} | {scenario} ({g[0]['views']} view{'s' if g[0]['views'] > 1 else ''}) "
+            f"| {fraction:.2%} | {int(_median(r['changes'] for r in g) or 0):,} | {_s(fast)} "
+            f"| {_s(complete)} | {_s(incremental)} ({_wrong(g)}) | {_s(floor)} "
+            f"| {_x(complete, fast)} | {_x(fast, floor)} |"
+        )
+    return lines
+
+
+def size_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| write mode | locality | master rows | changes | fast | of which capture "
+        "| fast without capture | complete | dbt incremental (wrong rows) | floor "
+        "| complete / fast |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    data = [r for r in rows if r["sweep"] == "size"]
+    for (mode, locality, size), g in sorted(_group(data, "mode", "locality", "rows").items()):
+        fast, capture = _method(g, "fast"), _method(g, "fast", "capture")
+        without = None if fast is None or capture is None else fast - capture
+        complete = _method(g, "complete")
+        lines.append(
+            f"| {mode} | {locality} | {size:,} | {int(_median(r['changes'] for r in g) or 0):,} "
+            f"| {_s(fast)} | {_s(capture)} | {_s(without)} | {_s(complete)} "
+            f"| {_s(_method(g, 'incremental'))} ({_wrong(g)}) | {_s(_method(g, 'floor'))} "
+            f"| {_x(complete, fast)} |"
+        )
+    return lines
+
+
+def growth_table(rows: list[dict[str, Any]]) -> list[str]:
+    """How fast refresh (without capture) and capture grow from the smallest to the
+    largest master at a fixed change count."""
+    data = [r for r in rows if r["sweep"] == "size" and r["method"] == "fast"]
+    if not data:
+        return []
+    sizes = sorted({r["rows"] for r in data})
+    small, large = sizes[0], sizes[-1]
+    lines = [
+        f"| write mode | locality | fast without capture, {small:,} → {large:,} rows "
+        "| capture growth |",
+        "|---|---|---:|---:|",
+    ]
+    for (mode, locality), g in sorted(_group(data, "mode", "locality").items()):
+
+        def at(size: int, field: str, g: list[dict[str, Any]] = g) -> float | None:
+            return _median(
+                (r["seconds"] - (r["capture"] or 0.0)) if field == "without" else r[field]
+                for r in g
+                if r["rows"] == size
+            )
+
+        lines.append(
+            f"| {mode} | {locality} | {_x(at(large, 'without'), at(small, 'without'))} "
+            f"| {_x(at(large, 'capture'), at(small, 'capture'))} |"
+        )
+    return lines
+
+
+def phase_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| sweep | scenario | changed | dbt model time | refresh (adapter) | "
+        + " | ".join(PHASES)
+        + " |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(PHASES),
+    ]
+    data = [
+        r
+        for r in rows
+        if r["method"] == "fast" and r["flavour"] == "timestamp" and r["mode"] == "copy-on-write"
+        and r["locality"] == "recent"
+    ]  # fmt: skip
+    for (sweep, scenario, size, fraction), g in sorted(
+        _group(data, "sweep", "scenario", "rows", "fraction").items()
+    ):
+        changed = f"{fraction:.2%} of {size:,}"
+        lines.append(
+            f"| {sweep} | {scenario} | {changed} | {_s(_median(r['seconds'] for r in g))} "
+            f"| {_s(_median(r['refresh_total'] for r in g))} | "
+            + " | ".join(_s(_median(r[p] for r in g)) for p in PHASES)
+            + " |"
+        )
+    return lines
+
+
+def plots(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    styles = {"fast": "o-", "complete": "s-", "incremental": "^-", "floor": "v--"}
+    data = [r for r in rows if r["sweep"] == "fraction"]
+    scenarios = sorted({r["scenario"] for r in data})
+    if data:
+        fig, axes = plt.subplots(1, len(scenarios), figsize=(5 * len(scenarios), 4), squeeze=False)
+        for ax, scenario in zip(axes[0], scenarios, strict=True):
+            for flavour, dash in (("timestamp", ""), ("commit_scn", ":")):
+                for method, style in styles.items():
+                    pts = sorted(
+                        (f, _method(g, method))
+                        for (f,), g in _group(
+                            [
+                                r
+                                for r in data
+                                if r["scenario"] == scenario and r["flavour"] == flavour
+                            ],
+                            "fraction",
+                        ).items()
+                    )
+                    if pts and (flavour == "timestamp" or method == "fast"):
+                        label = method if flavour == "timestamp" else "fast (commit-SCN log)"
+                        ax.plot([p[0] * 100 for p in pts], [p[1] for p in pts],
+                                marker=style[0], linestyle=dash or style[1:], label=label)  # fmt: skip
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("changed rows (% of master)")
+            ax.set_ylabel("seconds")
+            ax.set_title(f"{scenario}, {data[0]['rows']:,}-row master")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(folder / "refresh_vs_fraction.png", dpi=110)
+        plt.close(fig)
+        written.append("refresh_vs_fraction.png")
+    data = [r for r in rows if r["sweep"] == "size"]
+    if data:
+        combos = sorted({(r["mode"], r["locality"]) for r in data})
+        fig, axes = plt.subplots(1, len(combos), figsize=(4.5 * len(combos), 4), squeeze=False)
+        for ax, (mode, locality) in zip(axes[0], combos, strict=True):
+            g = [r for r in data if r["mode"] == mode and r["locality"] == locality]
+            sizes = sorted({r["rows"] for r in g})
+            for method, style in styles.items():
+                ax.plot(sizes, [_method([r for r in g if r["rows"] == s], method) for s in sizes],
+                        style, label=method)  # fmt: skip
+            ax.plot(sizes, [_method([r for r in g if r["rows"] == s], "fast", "capture") for s in sizes],
+                    "x:", label="fast: capture part")  # fmt: skip
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("master rows")
+            ax.set_ylabel("seconds")
+            ax.set_title(f"aggregate, {g[0]['changes']:,} changes\n{mode}, {locality}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(folder / "refresh_vs_size.png", dpi=110)
+        plt.close(fig)
+        written.append("refresh_vs_size.png")
+    return written
+
+
+def write(folder: Path, machine: str, plan: Any = None, minutes: float | None = None) -> None:
+    rows = _load(folder)
+    images = plots(folder, rows)
+    when = dt.date.today().isoformat()
+    lines = [
+        f"# Benchmark results ({when})",
+        "",
+        f"Machine: {machine}.",
+        "",
+        "Seconds are medians over repeats: dbt's per-model execution time for fast, "
+        "complete and dbt incremental; the MERGE's wall time for the floor. A scenario's "
+        "time is the sum over its views. `wrong rows` is how many rows the dbt incremental "
+        "model differs from its query by after the round (fast and complete are checked "
+        "and must be 0). Generated by `benchmarks/bench.py`"
+        + (f" in {minutes:.0f} minutes." if minutes is not None else "."),
+        "",
+        "Workload (`benchmarks/workload.py`): an `orders` fact (key `order_id`, written in key "
+        "order, 250,000 rows per data file; skewed `customer_id` and `product_id`; `amount` "
+        "NULL for 2% of rows, `discount` for 70%) with customers and products dimensions. A "
+        "change batch is 40% measure updates, 10% group-key updates, 25% deletes and 25% "
+        "inserts in three commits (MERGE, DELETE, INSERT); `recent` changes pick rows among "
+        "the newest, `scattered` ones uniformly. Scenarios: `aggregate` (revenue per "
+        "customer: COUNT, SUM, AVG), `projection` (open orders: a filter and six columns), "
+        "`shared` (ten rollups and filters on the one log, refreshed one after another). "
+        "Joins do not refresh fast yet, so there is no join scenario. Every round also "
+        "checks each fast and complete view against its query.",
+        "",
+        "## Refresh time vs change fraction",
+        "",
+        *fraction_table(rows),
+        "",
+        "## Refresh time vs master size (fixed change count)",
+        "",
+        *size_table(rows),
+        "",
+        "Growth from the smallest to the largest master:",
+        "",
+        *growth_table(rows),
+        "",
+        "## Fast refresh phases (seconds, timestamp log, copy-on-write, recent changes)",
+        "",
+        "capture: the master's new commits into the log; setup: registry reads, the "
+        "refresh time, marking; apply: the delta computed and applied by one MERGE; "
+        "wrap_up: the view's claim on the log recorded, purge; record: the view's registry "
+        "row; analyze: parsing the query, reading the masters' columns.",
+        "",
+        *phase_table(rows),
+        "",
+        *(f"![{name}]({name})" for name in images),
+        "",
+    ]
+    (folder / "README.md").write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1])
+    existing = (
+        (target / "README.md").read_text().splitlines() if (target / "README.md").exists() else []
+    )
+    machine_line = next(
+        (line for line in existing if line.startswith("Machine: ")), "Machine: unknown."
+    )
+    write(target, machine_line[len("Machine: ") : -1])
