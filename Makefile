@@ -45,7 +45,7 @@ test-all: check-java $(STAMP)
 	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
-# (about an hour on 2 cores) or benchmarks/results/quick (a few minutes).
+# (about 35 minutes on 2 cores) or benchmarks/results/quick (a few minutes).
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
