@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh import locks
-from dbt.adapters.fastrefresh.capture import log_lock, no_log_error
+from dbt.adapters.fastrefresh.capture import holding_log, log_lock
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.registry import LogInfo, LogUser, Registry
@@ -126,11 +126,7 @@ def purge_log(
             "least one view even when num=0."
         )
     registry.ensure()
-    found = registry.log_for_master(master)
-    if found is None:
-        raise no_log_error(master)
-    with locks.holding([log_lock(found.log_table)]):
-        log = registry.log_for_master(master) or found
+    with holding_log(registry, master) as log:
         users = sorted(registry.log_users(log.log_table), key=lambda u: _position(log, u))  # type: ignore[arg-type, return-value]
         count = max(num, 1) if str(flag).lower() == "delete" else num
         keep = users[count:]

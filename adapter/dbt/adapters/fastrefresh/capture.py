@@ -33,7 +33,8 @@ import dataclasses
 import datetime as dt
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -484,14 +485,22 @@ def master_columns(
     return [current[c] for c in log.master_columns]
 
 
-def capture(
-    x: Executor, registry: Registry, master: TableName, now: Callable[[], dt.datetime]
-) -> CaptureResult:
-    """Capture every new commit of ``master`` into its log (under the log's lock)."""
+@contextmanager
+def holding_log(registry: Registry, master: TableName) -> Iterator[LogInfo]:
+    """Hold the lock of ``master``'s log and yield its registry row, read under the lock
+    (the lock's name follows from the master, so the row is read once)."""
     with locks.holding([log_lock(log_table_for(master))]):
         log = registry.log_for_master(master)
         if log is None:
             raise no_log_error(master)
+        yield log
+
+
+def capture(
+    x: Executor, registry: Registry, master: TableName, now: Callable[[], dt.datetime]
+) -> CaptureResult:
+    """Capture every new commit of ``master`` into its log (under the log's lock)."""
+    with holding_log(registry, master) as log:
         return capture_locked(x, registry, log, now)[0]
 
 

@@ -22,12 +22,13 @@ from dbt.adapters.fastrefresh.capture import (
     CaptureResult,
     capture_locked,
     fault_point,
+    holding_log,
     log_lock,
 )
 from dbt.adapters.fastrefresh.capture import no_log_error as _no_log_error
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.registry import LogInfo, LogUser, Registry
-from dbt.adapters.fastrefresh.sqltext import TableName, literal, log_table_for, timestamp
+from dbt.adapters.fastrefresh.sqltext import TableName, literal, timestamp
 
 ONE_TICK = dt.timedelta(microseconds=1)
 no_log_error = _no_log_error
@@ -123,10 +124,7 @@ def setup(
     wrap-up, one write for both; a setup that died before left its stamps on the log
     rows, where the next setup finds them (``_youngest``).
     """
-    with locks.holding([log_lock(log_table_for(master))]):
-        log = registry.log_for_master(master)
-        if log is None:
-            raise no_log_error(master)
+    with holding_log(registry, master) as log:
         now = refresh_time(clock(), _youngest(x, log))
         _CHOSEN[str(log.log_table)] = now
         if not log.commit_scn and log.last_sequence > log.marked_sequence:
