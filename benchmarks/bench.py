@@ -232,17 +232,13 @@ def run_round(
                 "seconds": sum(t for t, _ in timings.values()),
             }
             if method != "incremental":
-                runs = phases_since(spark, since)
-                types = sorted({runs[f"{v.name}__{method}"]["type"] for v in group})
-                row["refresh_types"] = "/".join(types)
-                row["log_rows"] = sum(runs[f"{v.name}__{method}"]["log_rows"] or 0 for v in group)
+                runs_since = phases_since(spark, since)
+                runs = [runs_since[f"{v.name}__{method}"] for v in group]
+                row["refresh_types"] = "/".join(sorted({r["type"] for r in runs}))
+                row["log_rows"] = sum(r["log_rows"] or 0 for r in runs)
                 for phase in ("analyze", "capture", "setup", "apply", "wrap_up", "record"):
-                    row[phase] = sum(
-                        runs[f"{v.name}__{method}"]["phases"].get(phase, 0.0) for v in group
-                    )
-                row["refresh_total"] = sum(
-                    runs[f"{v.name}__{method}"]["phases"].get("total", 0.0) for v in group
-                )
+                    row[phase] = sum(r["phases"].get(phase, 0.0) for r in runs)
+                row["refresh_total"] = sum(r["phases"].get("total", 0.0) for r in runs)
             results[method] = row
         results["floor"] = {"method": "floor", "seconds": sum(floor_round(spark, v) for v in group)}
         for method in ("fast", "complete", "incremental"):
@@ -402,7 +398,7 @@ def main() -> None:
         for row in rows_out:
             writer.writerow({k: row.get(k, "") for k in FIELDS})
     minutes = (time.perf_counter() - started) / 60
-    report.write(out, machine(), plan, minutes)
+    report.write(out, machine(), minutes)
     print(f"results in {out} ({minutes:.1f} min)")
 
 

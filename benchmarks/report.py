@@ -155,6 +155,23 @@ def phase_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _log_axes(ax: Any, xlabel: str, title: str) -> None:
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("seconds")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _save(plt: Any, fig: Any, folder: Path, name: str) -> str:
+    fig.tight_layout()
+    fig.savefig(folder / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
 def plots(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
     import matplotlib
 
@@ -185,17 +202,10 @@ def plots(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
                         label = method if flavour == "timestamp" else "fast (commit-SCN log)"
                         ax.plot([p[0] * 100 for p in pts], [p[1] for p in pts],
                                 marker=style[0], linestyle=dash or style[1:], label=label)  # fmt: skip
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("changed rows (% of master)")
-            ax.set_ylabel("seconds")
-            ax.set_title(f"{scenario}, {data[0]['rows']:,}-row master")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(folder / "refresh_vs_fraction.png", dpi=110)
-        plt.close(fig)
-        written.append("refresh_vs_fraction.png")
+            _log_axes(
+                ax, "changed rows (% of master)", f"{scenario}, {data[0]['rows']:,}-row master"
+            )
+        written.append(_save(plt, fig, folder, "refresh_vs_fraction.png"))
     data = [r for r in rows if r["sweep"] == "size"]
     if data:
         combos = sorted({(r["mode"], r["locality"]) for r in data})
@@ -208,21 +218,14 @@ def plots(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
                         style, label=method)  # fmt: skip
             ax.plot(sizes, [_method([r for r in g if r["rows"] == s], "fast", "capture") for s in sizes],
                     "x:", label="fast: capture part")  # fmt: skip
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("master rows")
-            ax.set_ylabel("seconds")
-            ax.set_title(f"aggregate, {g[0]['changes']:,} changes\n{mode}, {locality}")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(folder / "refresh_vs_size.png", dpi=110)
-        plt.close(fig)
-        written.append("refresh_vs_size.png")
+            _log_axes(
+                ax, "master rows", f"aggregate, {g[0]['changes']:,} changes\n{mode}, {locality}"
+            )
+        written.append(_save(plt, fig, folder, "refresh_vs_size.png"))
     return written
 
 
-def write(folder: Path, machine: str, plan: Any = None, minutes: float | None = None) -> None:
+def write(folder: Path, machine: str, minutes: float | None = None) -> None:
     rows = _load(folder)
     images = plots(folder, rows)
     when = dt.date.today().isoformat()
