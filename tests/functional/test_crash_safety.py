@@ -1,4 +1,5 @@
-"""A process killed between capture's writes (or after marking) loses and duplicates nothing.
+"""A process killed between capture's writes, after marking, or between a refresh's setup
+and its wrap-up loses and duplicates nothing.
 
 Each phase runs in its own process on one state folder (an embedded metastore admits one
 JVM at a time); the fault is injected with DBT_FASTREFRESH_FAULT, which `os._exit`s at the
@@ -60,3 +61,22 @@ def test_setup_killed_after_marking_keeps_stamps_increasing(tmp_path: Path) -> N
     assert seen["max_stamp"] != "None" and seen["youngest"] < seen["max_stamp"]
     assert seen["setup_now"] > seen["max_stamp"]
     assert [r[0] for r in seen["log"]] == [1, 2, 2, 2, 3], "no change lost or duplicated"
+
+
+def test_refresh_that_died_after_setup_leaves_leftovers_recaptured_once(tmp_path: Path) -> None:
+    assert run(tmp_path, "prepare")[0] == 0
+    code, seen = run(tmp_path, "setup")
+    assert code == 0
+    # The setup appended its rows stamped with its time, but left the registry write to
+    # a wrap-up that never came: to every later process, those rows are leftovers.
+    assert seen["registry_last_sequence"] == 0 and seen["rows_beyond_registry"] == 4
+    assert seen["max_stamp"] != "None"
+    code, seen = run(tmp_path, "recover_mark")
+    assert code == 0
+    assert seen["setup_now"] > seen["max_stamp"], "the next refresh time is later"
+    assert seen["log"] == [
+        [1, 10, "I", "N", 1],
+        [2, 20, "I", "N", 2],
+        [2, 20, "U", "O", 3],
+        [2, 21, "U", "N", 4],
+    ], "each change exactly once"

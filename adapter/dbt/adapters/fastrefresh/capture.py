@@ -511,14 +511,16 @@ def capture_locked(
     now: Callable[[], dt.datetime],
     stamp: dt.datetime | None = None,
     columns: Sequence[mt.Column] | None = None,
+    defer: bool = False,
 ) -> tuple[CaptureResult, LogInfo]:
     """Capture with the log's lock held and its registry row just read.
 
     ``stamp`` (timestamp flavour, inside a refresh's setup, every earlier row already
     marked): append the rows stamped with the refresh time instead of unmarked, which
     saves the marking UPDATE. ``columns``: the master's columns as just described.
-    Returns the result and the log's registry row as this capture left it (without
-    reading it back).
+    ``defer`` (a refresh's setup): leave the registry write to the wrap-up's
+    (``Registry.defer_log``). Returns the result and the log's registry row as this
+    capture left it (without reading it back).
     """
     started = time.monotonic()
     master = log.master
@@ -555,7 +557,10 @@ def capture_locked(
     values = {"captured_through": current, "captured_at": captured_at, "last_sequence": sequence}
     if stamp is not None:
         values["marked_sequence"] = sequence
-    registry.update_log(log, **values)
+    if defer:
+        registry.defer_log(log, **values)
+    else:
+        registry.update_log(log, **values)
     seconds = time.monotonic() - started
     rows = sequence - log.last_sequence
     if rows:

@@ -172,6 +172,7 @@ def drop_mview_log(x: Executor, registry: Registry, master_name: object) -> str:
         registry.delete("mview_logs", where)
         x.execute(f"DROP TABLE IF EXISTS {log.log_table.sql}")
         logsite.forget(log.log_table)
+        registry.forget_deferred(log.log_table)
         views = sorted(str(u.mview) for u in users)
         if views:
             registry.update(

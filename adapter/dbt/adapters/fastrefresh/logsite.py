@@ -139,7 +139,9 @@ def setup(
             log = dataclasses.replace(log, marked_sequence=log.last_sequence)
         # New commits are appended already stamped with ``now``: this setup is their
         # first refresher.
-        captured, log = capture_locked(x, registry, log, clock, stamp=now, columns=columns)
+        captured, log = capture_locked(
+            x, registry, log, clock, stamp=now, columns=columns, defer=True
+        )
         user = next((u for u in registry.log_users(log.log_table) if u.mview == mview), None)
         problem = usability_problem(log, user, mview_last_refresh)
     return Setup(log, mview, now, log.captured_through, user, log.last_sequence, captured, problem)

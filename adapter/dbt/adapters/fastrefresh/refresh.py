@@ -42,6 +42,9 @@ METHODS = ("force", "fast", "complete")
 COMPLETE_ABOVE_FRACTION = 0.2
 CHEAP_RANGE = 20_000
 VIEW_PROPERTIES = "'format-version'='2'"
+# An unpartitioned view's MERGE needs no shuffle before its write (Iceberg's default hash
+# distribution adds one; about 0.1 s of a 1M-row view's MERGE here).
+UNPARTITIONED_VIEW_PROPERTIES = VIEW_PROPERTIES + ", 'write.merge.distribution-mode'='none'"
 
 
 @dataclass
@@ -296,9 +299,13 @@ def _apply(
             x.execute(sqlgen.delta_merge(plan, view, types, sources[name], pins, avg_types))
         return "FAST", log_rows, False
     select = sqlgen.complete_select(plan, pins)
-    properties = (
-        "" if "tblproperties" in table_options.lower() else f"TBLPROPERTIES ({VIEW_PROPERTIES})"
-    )
+    options = table_options.lower()
+    if "tblproperties" in options:
+        properties = ""
+    elif "partitioned by" in options:
+        properties = f"TBLPROPERTIES ({VIEW_PROPERTIES})"
+    else:
+        properties = f"TBLPROPERTIES ({UNPARTITIONED_VIEW_PROPERTIES})"
     x.execute(
         f"CREATE OR REPLACE TABLE {view.sql} USING iceberg {table_options} {properties} AS {select}"
     )

@@ -1,0 +1,67 @@
+"""The registry's versioning: foreign and newer tables are refused, an earlier release's
+registry is brought up to date in place, and what it holds is kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.executor import SparkExecutor
+from dbt.adapters.fastrefresh.registry import (
+    TABLES,
+    TUNING_PROPERTIES,
+    VERSION_PROPERTY,
+    Registry,
+)
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+def _create(spark: Any, schema: str, name: str, properties: str) -> None:
+    cols = ", ".join(f"`{c}` {t}" for c, t in TABLES[name])
+    spark.sql(f"CREATE TABLE {schema}.{name} ({cols}) USING iceberg TBLPROPERTIES ({properties})")
+
+
+def _properties(spark: Any, table: str) -> dict[str, str]:
+    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+
+
+def test_a_table_without_the_version_is_refused_and_nothing_is_created(spark: Any) -> None:
+    spark.sql("CREATE SCHEMA reg_foreign")
+    _create(spark, "reg_foreign", "mview_logs", "'format-version'='2'")
+    with pytest.raises(FastRefreshError, match=r"not a dbt-fastrefresh registry table.*Fix:"):
+        Registry(SparkExecutor(spark), "reg_foreign").ensure()
+    tables = {r[1] for r in spark.sql("SHOW TABLES IN reg_foreign").collect()}
+    assert tables == {"mview_logs"}, "no registry table was created beside a foreign one"
+
+
+def test_a_registry_of_a_newer_release_is_refused(spark: Any) -> None:
+    spark.sql("CREATE SCHEMA reg_newer")
+    _create(spark, "reg_newer", "mview_logs", f"'{VERSION_PROPERTY}'='99'")
+    with pytest.raises(FastRefreshError, match=r"newer dbt-fastrefresh.*version 99.*upgrade"):
+        Registry(SparkExecutor(spark), "reg_newer").ensure()
+
+
+def test_an_earlier_registry_gets_the_missing_properties_and_keeps_its_rows(spark: Any) -> None:
+    # As release 0.1 created it: the version and the format, nothing else.
+    spark.sql("CREATE SCHEMA reg_old")
+    for name in TABLES:
+        _create(spark, "reg_old", name, f"'{VERSION_PROPERTY}'='1', 'format-version'='2'")
+    # A property set by hand stays as it is.
+    spark.sql(
+        "ALTER TABLE reg_old.mviews SET TBLPROPERTIES "
+        "('write.metadata.previous-versions-max'='100')"
+    )
+    registry = Registry(SparkExecutor(spark), "reg_old")
+    registry.insert("mviews", [{"mview": "s.v", "query_hash": "h", "staleness": "FRESH"}])
+    registry.ensure()
+    for name in TABLES:
+        properties = _properties(spark, f"reg_old.{name}")
+        expected = dict(TUNING_PROPERTIES)
+        if name == "mviews":
+            expected["write.metadata.previous-versions-max"] = "100"
+        assert {k: properties.get(k) for k in expected} == expected, name
+        assert properties[VERSION_PROPERTY] == "1"
+    row = registry.mview(TableName("s", "v"))
+    assert row is not None and row.query_hash == "h" and row.staleness == "FRESH"
