@@ -2,7 +2,7 @@
 
 Random sequences of inserts, updates (values and keys), deletes, merges, overwrites and
 truncates run against a real Iceberg master (copy-on-write and merge-on-read; keyed and
-key-less), captured at random points. After every capture, the rows captured so far,
+key-less; format v2 and v3), captured at random points. After every capture, the rows captured so far,
 applied in ``sequence__`` order to the master's state at log creation, must equal the
 master at the captured snapshot — and every row must carry a well-formed stamp, DML
 type, old/new flag and change vector.
@@ -176,10 +176,15 @@ def as_state(rows: list[tuple[Any, ...]], keyed: bool) -> Any:
 
 
 CONFIGS = [
-    pytest.param("copy-on-write", True, id="cow-keyed"),
-    pytest.param("merge-on-read", True, id="mor-keyed"),
-    pytest.param("copy-on-write", False, id="cow-keyless"),
-    pytest.param("merge-on-read", False, id="mor-keyless"),
+    pytest.param("copy-on-write", True, 2, id="cow-keyed"),
+    pytest.param("merge-on-read", True, 2, id="mor-keyed"),
+    pytest.param("copy-on-write", False, 2, id="cow-keyless"),
+    pytest.param("merge-on-read", False, 2, id="mor-keyless"),
+    # Format v3: rows carry lineage columns, and merge-on-read deletes are deletion vectors.
+    pytest.param("copy-on-write", True, 3, id="v3-cow-keyed"),
+    pytest.param("merge-on-read", True, 3, id="v3-mor-keyed"),
+    pytest.param("copy-on-write", False, 3, id="v3-cow-keyless"),
+    pytest.param("merge-on-read", False, 3, id="v3-mor-keyless"),
 ]
 
 
@@ -190,13 +195,19 @@ def executor(spark: Any) -> SparkExecutor:
 
 
 def run_property(
-    spark: Any, executor: SparkExecutor, mode: str, keyed: bool, examples: int
+    spark: Any, executor: SparkExecutor, mode: str, keyed: bool, version: int, examples: int
 ) -> None:
-    schema = f"prop_{next(_counter)}_{'keyed' if keyed else 'keyless'}_{mode.replace('-', '')}"
+    schema = (
+        f"prop_{next(_counter)}_{'keyed' if keyed else 'keyless'}_{mode.replace('-', '')}"
+        f"_v{version}"
+    )
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     registry = Registry(executor, f"{schema}_registry")
     table = f"{schema}.m"
-    props = ", ".join(f"'write.{op}.mode'='{mode}'" for op in ("update", "delete", "merge"))
+    props = ", ".join(
+        [f"'write.{op}.mode'='{mode}'" for op in ("update", "delete", "merge")]
+        + [f"'format-version'='{version}'"]
+    )
     spark.sql(
         f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT, s STRING) USING iceberg TBLPROPERTIES ({props})"
     )
@@ -245,16 +256,16 @@ def run_property(
     prop()
 
 
-@pytest.mark.parametrize(("mode", "keyed"), CONFIGS)
+@pytest.mark.parametrize(("mode", "keyed", "version"), CONFIGS)
 def test_log_replay_reproduces_the_master(
-    spark: Any, executor: SparkExecutor, mode: str, keyed: bool
+    spark: Any, executor: SparkExecutor, mode: str, keyed: bool, version: int
 ) -> None:
-    run_property(spark, executor, mode, keyed, examples=6)
+    run_property(spark, executor, mode, keyed, version, examples=6)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("mode", "keyed"), CONFIGS)
+@pytest.mark.parametrize(("mode", "keyed", "version"), CONFIGS)
 def test_log_replay_reproduces_the_master_long(
-    spark: Any, executor: SparkExecutor, mode: str, keyed: bool
+    spark: Any, executor: SparkExecutor, mode: str, keyed: bool, version: int
 ) -> None:
-    run_property(spark, executor, mode, keyed, examples=60)
+    run_property(spark, executor, mode, keyed, version, examples=60)
