@@ -295,7 +295,12 @@ class TestTableConfigs(FastRefreshProject):
                 "select status, count(*) as n from {{ target.schema }}.o group by status",
                 partition_by=["status"],
                 tblproperties={"team": "analytics", "write.merge.mode": "merge-on-read"},
-            )
+            ),
+            # Without tblproperties: format v2, and a shuffle-free MERGE when unpartitioned.
+            "plain.sql": model("select id, status from {{ target.schema }}.o"),
+            "parted.sql": model(
+                "select id, status from {{ target.schema }}.o", partition_by=["status"]
+            ),
         }
 
     def test_partitioning_and_properties(self, ready: Any) -> None:
@@ -304,12 +309,22 @@ class TestTableConfigs(FastRefreshProject):
         project.run_sql(f"alter table {s}.o set identifier fields id")
         project.run_sql(f"insert into {s}.o values (1, 'open'), (2, 'shipped')")
         op("create_mview_log", master=f"{s}.o")
-        run_dbt(["run", "-s", "by_status"])
+        run_dbt(["run", "-s", "by_status", "plain", "parted"])
         project.run_sql(f"insert into {s}.o values (3, 'open')")
-        _, out = run_dbt_and_capture(["run", "-s", "by_status"])
-        assert "FAST refresh of" in out
+        _, out = run_dbt_and_capture(["run", "-s", "by_status", "plain", "parted"])
+        assert out.count("FAST refresh of") == 3
         props = dict(self.rows(project, f"show tblproperties {s}.by_status"))
         assert props["team"] == "analytics" and props["write.merge.mode"] == "merge-on-read"
+        assert "write.merge.distribution-mode" not in props, "the user's properties only"
+        plain = dict(self.rows(project, f"show tblproperties {s}.plain"))
+        assert plain["format-version"] == "2"
+        assert plain["write.merge.distribution-mode"] == "none"
+        parted = dict(self.rows(project, f"show tblproperties {s}.parted"))
+        assert parted["format-version"] == "2"
+        assert "write.merge.distribution-mode" not in parted, "partitioned: Iceberg's default"
+        assert self.rows(project, f"select id, status from {s}.parted order by id") == [
+            (1, "open"), (2, "shipped"), (3, "open"),
+        ]  # fmt: skip
         described = self.rows(project, f"describe table {s}.by_status")
         partition_rows = [
             r[0] for r in described[described.index(("# Partition Information", "", "")) :]
