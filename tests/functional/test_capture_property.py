@@ -2,9 +2,9 @@
 
 Random sequences of inserts, updates (values and keys), deletes, merges, overwrites and
 truncates run against a real Iceberg master (copy-on-write and merge-on-read; keyed and
-key-less; format v2 and v3), captured at random points. After every capture, the rows captured so far,
-applied in ``sequence__`` order to the master's state at log creation, must equal the
-master at the captured snapshot — and every row must carry a well-formed stamp, DML
+key-less; format v2 and v3), captured at random points. After every capture, the rows
+captured so far, applied in ``sequence__`` order to the master's state at log creation,
+must equal the master at the captured snapshot — and every row must carry a well-formed stamp, DML
 type, old/new flag and change vector.
 """
 
