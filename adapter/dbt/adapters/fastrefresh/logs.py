@@ -10,20 +10,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 
-from dbt.adapters.fastrefresh import locks, logsite
+from dbt.adapters.fastrefresh import locks, logsite, sqltext
 from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.capture import log_lock, no_log_error
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
-from dbt.adapters.fastrefresh.registry import Registry
+from dbt.adapters.fastrefresh.registry import METADATA_CLEANUP, Registry
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, log_table_for
 
-LOG_TABLE_PROPERTIES = {
-    "format-version": "2",
-    # Logs take a commit per capture, mark and purge: keep their metadata small.
-    "write.metadata.delete-after-commit.enabled": "true",
-    "write.metadata.previous-versions-max": "10",
-}
+# Logs take a commit per capture, mark and purge.
+LOG_TABLE_PROPERTIES = {"format-version": "2", **METADATA_CLEANUP}
 
 
 def _resolve_key(
@@ -106,10 +102,9 @@ def create_mview_log(
             + [f"{ident(n)} {t}" for n, t in meta]
         )
         properties = {**LOG_TABLE_PROPERTIES, "fast_refresh.master": str(master)}
-        props = ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
         current = mt.current_snapshot(x, master)
         x.execute(
-            f"CREATE TABLE {log_table.sql} (\n  {body}\n) USING iceberg TBLPROPERTIES ({props})"
+            f"CREATE TABLE {log_table.sql} (\n  {body}\n) USING iceberg TBLPROPERTIES ({sqltext.properties(properties)})"
         )
         stamp = now()
         try:

@@ -23,24 +23,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.fastrefresh import locks
+from dbt.adapters.fastrefresh import locks, sqltext
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
 
 REGISTRY_VERSION = 1
 VERSION_PROPERTY = "fast_refresh.registry-version"
+# Tables committed to by every refresh (the registry, the logs): keep their metadata small.
+METADATA_CLEANUP = {
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "10",
+}
 # Registry tables are small and written a row at a time. Iceberg's default hash
 # distribution puts a shuffle before every UPDATE and DELETE (about 0.1 s of a 0.35 s
-# single-row UPDATE here); every commit would also leave a metadata file behind. A
-# registry created by an earlier release gets the properties it lacks on first use; a
-# property set by hand is left as it is.
+# single-row UPDATE here). A registry created by an earlier release gets the properties it
+# lacks on first use; a property set by hand is left as it is.
 TUNING_PROPERTIES = {
     "write.update.distribution-mode": "none",
     "write.delete.distribution-mode": "none",
     "write.merge.distribution-mode": "none",
-    "write.metadata.delete-after-commit.enabled": "true",
-    "write.metadata.previous-versions-max": "10",
+    **METADATA_CLEANUP,
 }
 
 # Column lists, in table order. Types are Spark SQL types.
@@ -244,7 +247,7 @@ class Registry:
                     }
                     self.x.execute(
                         f"CREATE TABLE IF NOT EXISTS {self.table(name).sql} (\n  {cols}\n) "
-                        f"USING iceberg TBLPROPERTIES ({_properties_sql(properties)})"
+                        f"USING iceberg TBLPROPERTIES ({sqltext.properties(properties)})"
                     )
             _ENSURED.add(self.schema)
 
@@ -274,7 +277,7 @@ class Registry:
         missing = {k: v for k, v in TUNING_PROPERTIES.items() if k not in properties}
         if missing:
             self.x.execute(
-                f"ALTER TABLE {self.table(name).sql} SET TBLPROPERTIES ({_properties_sql(missing)})"
+                f"ALTER TABLE {self.table(name).sql} SET TBLPROPERTIES ({sqltext.properties(missing)})"
             )
 
     # -- generic row I/O ----------------------------------------------------------------
@@ -371,10 +374,6 @@ class Registry:
             _DEFERRED.pop(key, None)
             return stored
         return dataclasses.replace(stored, **values)
-
-
-def _properties_sql(properties: Mapping[str, str]) -> str:
-    return ", ".join(f"{literal(k)}={literal(v)}" for k, v in properties.items())
 
 
 def _sql_value(value: Any, sql_type: str) -> str:

@@ -27,6 +27,11 @@ def timestamp(value: dt.datetime) -> str:
     return f"TIMESTAMP_NTZ'{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
+def properties(values: dict[str, str]) -> str:
+    """A TBLPROPERTIES list: ``{'a': '1'}`` → ``'a'='1'``."""
+    return ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())
+
+
 def literal(value: object) -> str:
     """Render a Python value (as Spark returns it) as a Spark SQL literal."""
     if value is None:
