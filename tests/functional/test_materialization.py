@@ -285,6 +285,62 @@ class TestThreadsFour(FastRefreshProject):
         assert stamps[0][0] == 6 * 4
 
 
+JOIN_MODELS = {
+    "mv_join.sql": model(
+        "select o.oid, o.amount, c.region from {{ target.schema }}.orders o "
+        "join {{ target.schema }}.customers c on o.cid = c.cid where o.amount > 0",
+        refresh_method="fast",
+    ),
+    "mv_outer.sql": model(
+        "select o.oid, c.region from {{ target.schema }}.orders o "
+        "left join {{ target.schema }}.customers c on o.cid = c.cid"
+    ),
+    "schema.yml": "version: 2\nmodels:\n  - name: mv_join\n"
+    "    data_tests: [fast_refresh.equals_query, fast_refresh.is_fresh]\n",
+}
+
+
+class TestJoinThroughDbt(FastRefreshProject):
+    """A join view refreshes fast from changes to either master; an outer join falls back."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return JOIN_MODELS
+
+    def test_join_refreshes_fast(self, ready: Any) -> None:
+        project, s = ready, ready.test_schema
+        project.run_sql(
+            f"create table {s}.orders (oid bigint not null, cid int, amount int) using iceberg"
+        )
+        project.run_sql(
+            f"create table {s}.customers (cid int not null, region string) using iceberg"
+        )
+        project.run_sql(
+            f"insert into {s}.orders select id, cast(id % 4 as int), cast(id % 5 as int) from range(40) r(id)"
+        )
+        project.run_sql(f"insert into {s}.customers values (0, 'north'), (1, 'south'), (2, 'east')")
+        op("create_mview_log", master=f"{s}.orders", key=["oid"])
+        _, out = run_dbt_and_capture(["run"])
+        assert out.count("first build") == 2
+        _, out = run_dbt_and_capture(["run", "-s", "mv_join"], expect_pass=False)
+        assert "customers, which has no keyed materialized view log" in out
+        assert "Fix: create (or recreate) that table's log with a primary key" in out
+        op("create_mview_log", master=f"{s}.customers", key=["cid"], columns=[])
+        run_dbt(["run", "-s", "mv_join", "--full-refresh"])
+        project.run_sql(f"update {s}.orders set amount = amount + 1 where oid % 3 = 0")
+        project.run_sql(f"update {s}.customers set region = 'west' where cid = 1")
+        project.run_sql(f"insert into {s}.customers values (3, 'new')")  # joins orders 3, 7, ...
+        project.run_sql(f"delete from {s}.customers where cid = 2")
+        project.run_sql(f"update {s}.orders set oid = 100 where oid = 5")  # a key update
+        _, out = run_dbt_and_capture(["run"])
+        assert "FAST refresh of" in out and "mv_join" in out, out
+        assert "COMPLETE refresh" in out and "OUTER join" in out
+        run_dbt(["test", "-s", "mv_join"])
+        explained = op("explain_mview", mview=f"{s}.mv_join")
+        assert "inner join of" in explained and "MERGE INTO" in explained
+        assert "REFRESH_FAST: yes" in explained
+
+
 class TestTableConfigs(FastRefreshProject):
     """partition_by and tblproperties work as dbt-spark users expect, also after refreshes."""
 

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import pytest
+import sqlglot
 
 from dbt.adapters.fastrefresh.ivm.analysis import analyze, query_hash, tables_of
 from dbt.adapters.fastrefresh.master import Column
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 M = TableName("shop", "orders")
+C = TableName("shop", "customers")
 COLUMNS = {
     M: [
         Column("order_id", "bigint"),
         Column("customer_id", "bigint"),
         Column("amount", "decimal(12,2)"),
         Column("status", "string"),
-    ]
+    ],
+    C: [Column("customer_id", "bigint"), Column("region", "string")],
 }
-KEYED = {M: ["order_id"]}
+KEYED = {M: ["order_id"], C: ["customer_id"]}
 
 
 def plan(sql: str, keys: dict[TableName, list[str]] = KEYED):  # type: ignore[no-untyped-def]
@@ -85,8 +88,19 @@ def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
     ("sql", "construct"),
     [
         (
-            "select a.order_id from shop.orders a join shop.orders b on a.order_id = b.order_id",
-            "join",
+            "select a.order_id, b.order_id b_id from shop.orders a "
+            "left join shop.orders b on a.order_id = b.order_id",
+            "LEFT OUTER join",
+        ),
+        ("select a.order_id from shop.orders a natural join shop.customers b", "NATURAL join"),
+        (
+            "select a.order_id from shop.orders a left semi join shop.customers b "
+            "on a.customer_id = b.customer_id",
+            "LEFT SEMI join",
+        ),
+        (
+            "select a.customer_id, b.customer_id from shop.orders a, shop.customers b",
+            "two output columns have the same name",
         ),
         (
             "select order_id from shop.orders union all select order_id from shop.orders",
@@ -112,6 +126,55 @@ def test_unsupported_constructs_are_named(sql: str, construct: str) -> None:
     assert construct in (p.reason or "")
 
 
+def test_inner_join_keeps_every_tables_key() -> None:
+    p = plan(
+        "select o.order_id, o.amount, c.region from shop.orders o "
+        "join shop.customers c on o.customer_id = c.customer_id where c.region <> 'x'"
+    )
+    assert p.shape == "join", p.reason
+    assert [(i.alias, i.master, i.key_view_columns) for i in p.inputs] == [
+        ("o", M, ("order_id",)), ("c", C, ("__fr_j1_customer_id",)),
+    ]  # fmt: skip
+    assert p.hidden == (("__fr_j1_customer_id", "c.customer_id"),)
+    assert p.inputs[0].columns_read == ("amount", "customer_id", "order_id")
+    assert p.inputs[1].columns_read == ("customer_id", "region")
+    assert p.filter == "c.region <> 'x'"
+
+
+def test_self_join_and_using_and_comma_joins_are_inner_joins() -> None:
+    p = plan(
+        "select a.order_id, b.order_id as other from shop.orders a, shop.orders b "
+        "where a.customer_id = b.customer_id"
+    )
+    assert p.shape == "join" and [i.master for i in p.inputs] == [M, M]
+    assert p.key_view_columns == ("order_id", "other") and p.hidden == ()
+    u = plan("select customer_id, amount from shop.orders join shop.customers using (customer_id)")
+    assert u.shape == "join", u.reason
+    assert [n for n, _ in u.hidden] == ["__fr_j0_order_id", "__fr_j1_customer_id"]
+
+
+def test_aggregate_over_a_join_is_planned_like_an_aggregate_with_its_inputs() -> None:
+    p = plan(
+        "select c.region, count(*) n, sum(o.amount) s, max(o.amount) m from shop.orders o "
+        "join shop.customers c on o.customer_id = c.customer_id group by c.region"
+    )
+    assert p.shape == "aggregate" and not p.algebraic
+    assert [i.alias for i in p.inputs] == ["o", "c"] and p.groups == ("c.region",)
+    assert p.components == ("o.amount",) and p.key_view_columns == ()
+    assert [n for n, _ in p.hidden] == ["__fr_count", "__fr_cnt_0", "__fr_sum_0"]
+    assert "aggregate of a join of shop.orders o, shop.customers c" in p.describe()
+
+
+def test_join_needs_a_keyed_log_on_every_table() -> None:
+    p = plan(
+        "select o.order_id, c.region from shop.orders o join shop.customers c "
+        "on o.customer_id = c.customer_id",
+        keys={M: ["order_id"]},
+    )
+    assert p.shape == "unsupported"
+    assert "shop.customers, which has no keyed materialized view log" in (p.reason or "")
+
+
 def test_query_hash_ignores_formatting_but_not_meaning() -> None:
     a = query_hash("select  a from t")
     assert a == query_hash("SELECT a\nFROM t")
@@ -127,3 +190,39 @@ def test_tables_of_skips_ctes() -> None:
     assert tables_of("with c as (select * from s.t) select * from c join s.u on true") == [
         TableName("s", "t"), TableName("s", "u"),
     ]  # fmt: skip
+
+
+def test_join_delta_reads_a_full_log_not_its_master() -> None:
+    """A table whose log holds what the view reads contributes its log images; a table with
+    a key-only log is read from the master for its changed keys (parsed, not run)."""
+    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, join_merge
+
+    p = plan(
+        "select o.order_id, o.amount, c.region from shop.orders o "
+        "join shop.customers c on o.customer_id = c.customer_id"
+    )
+    orders = LogSource(
+        TableName("shop", "mlog__orders"), "sequence__ > 5", ("order_id",),
+        ("order_id", "customer_id", "amount", "status"), ("order_id", "customer_id", "amount"),
+    )  # fmt: skip
+    customers = LogSource(
+        TableName("shop", "mlog__customers"), "sequence__ > 7", ("customer_id",),
+        ("customer_id", "region"), ("customer_id",),
+    )  # fmt: skip
+    types = {"order_id": "BIGINT", "amount": "DECIMAL(12,2)", "region": "STRING",
+             "__fr_j1_customer_id": "BIGINT"}  # fmt: skip
+    pins = {M: 11, C: 12}
+    merge = join_merge(p, TableName("shop", "v"), types, {M: orders, C: customers}, pins)
+    # The orders part reads the orders log's images and customers as pinned; the customers
+    # part reads orders as pinned (less the changed orders) and the changed customers' rows
+    # from the master (its log holds only the key).
+    old_rows, orders_part, customers_part = merge.split(" UNION ALL ")
+    assert "LEFT JOIN __fr_ck1 __fr_h0" in old_rows and "LEFT JOIN __fr_ck0 __fr_h1" in old_rows
+    assert "FROM __fr_img1 WHERE __fr_sign = 1) AS o" in orders_part
+    assert "shop.orders" not in orders_part
+    assert "shop.customers VERSION AS OF 12 AS c" in orders_part
+    assert "shop.orders VERSION AS OF 11 AS o" in customers_part
+    assert "LEFT SEMI JOIN __fr_ck0 AS __fr_in1" in customers_part
+    assert "LEFT ANTI JOIN __fr_ck1 AS __fr_out0" in customers_part
+    assert "__fr_img0" not in merge
+    sqlglot.parse_one(merge, read="spark")  # one well-formed statement

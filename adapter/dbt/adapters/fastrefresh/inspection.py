@@ -111,7 +111,18 @@ def explain(x: Executor, registry: Registry, target: str) -> str:
     if plan.supported:
         lines.append(f"  hidden columns: {', '.join(n for n, _ in plan.hidden) or 'none'}")
         lines.append(f"  columns read: {', '.join(plan.columns_read)}")
-        for _, _, log in masters:
+        if plan.shape == "join":
+            lines.append(
+                "  note: a join reads the changed keys from its logs and joins their rows "
+                "from the masters at the pinned snapshots"
+            )
+        elif plan.inputs:
+            lines.append(
+                "  note: each table's changes (from its log, or from the master by time travel "
+                "when the log lacks a column) are joined with the tables before it as they "
+                "are now and the tables after it as they were"
+            )
+        for _, _, log in masters if not plan.inputs else []:
             if log is not None and not set(plan.columns_read) <= set(log.columns):
                 missing = sorted(set(plan.columns_read) - set(log.columns))
                 lines.append(
@@ -119,14 +130,26 @@ def explain(x: Executor, registry: Registry, target: str) -> str:
                     "from the master by time travel"
                 )
     if capable and view is not None and mt.table_exists(x, view):
-        name, _, log = masters[0]
-        assert log is not None
         types = {c.name: c.type for c in mt.describe(x, view)[0]}
-        source = sqlgen.LogSource(
-            log.log_table, "<the next refresh's range>", () if log.keyless else log.key_columns,
-            log.master_columns,
-        )  # fmt: skip
-        merge = sqlgen.delta_merge(plan, view, types, source, {name: None}, {})
+        sources = {
+            name: sqlgen.LogSource(
+                log.log_table,
+                "<the next refresh's range>",
+                () if log.keyless else log.key_columns,
+                log.master_columns,
+                log.columns,
+            )
+            for name, _, log in masters
+            if log is not None
+        }
+        pins = {name: None for name, _, _ in masters}
+        if plan.shape == "join":
+            merge = sqlgen.join_merge(plan, view, types, sources, pins)
+        elif plan.inputs:
+            merge = sqlgen.join_aggregate_merge(plan, view, types, sources, pins, pins, {})
+        else:
+            name = masters[0][0]
+            merge = sqlgen.delta_merge(plan, view, types, sources[name], pins, {})
         lines.append("  delta statement of the next fast refresh:")
         lines.append("    " + merge)
     return "\n".join(lines)

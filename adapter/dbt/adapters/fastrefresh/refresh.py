@@ -24,12 +24,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import sqlglot
+from sqlglot import exp
+
 from dbt.adapters.fastrefresh import logsite
 from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.ivm import sqlgen
-from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan, analyze, tables_of
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan, analyze, tables_of
 from dbt.adapters.fastrefresh.registry import LogInfo, MviewInfo, Registry
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
 
@@ -142,6 +145,12 @@ def _fix_for(reason: str, masters: list[MasterState]) -> str:
     if "has no materialized view log" in reason:
         missing = next((m.name for m in masters if m.log is None), "")
         return f"create it with dbt run-operation fast_refresh.create_mview_log --args \"{{master: '{missing}'}}\", then run with --full-refresh"
+    if "no keyed materialized view log" in reason:
+        return (
+            "create (or recreate) that table's log with a primary key: dbt run-operation "
+            "fast_refresh.create_mview_log --args \"{master: '<table>', key: ['<key column>']}\" "
+            "(columns: [] logs the key only, which a join needs), then run with --full-refresh"
+        )
     if "the query uses" in reason or "not fast-refreshable" in reason or "must read" in reason:
         return "rewrite the query into a supported shape (see docs/fast-refresh.md), or set refresh_method='force'"
     return "run `dbt run --full-refresh -s <model>` once (a complete refresh), or set refresh_method='force'"
@@ -287,14 +296,27 @@ def _apply(
     pins: dict[TableName, int | None],
     table_options: str,
 ) -> tuple[str, int, bool]:
-    """Change the view: one MERGE per master with pending changes, or a rebuild."""
+    """Change the view: one MERGE per master with pending changes (a join: one MERGE for
+    all of them), or a rebuild."""
     if reason is None:
         pending = {m: s for m, s in setups.items() if s.through_sequence > s.after_sequence}
         log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
         if not pending:
             return "FAST", 0, True
         types = {c.name: c.type for c in mt.describe(x, view)[0]}
+        if plan.shape == "join":
+            logs = {m: s for m, s in sources.items() if m in pending}
+            assert all(isinstance(s, sqlgen.LogSource) for s in logs.values())
+            x.execute(sqlgen.join_merge(plan, view, types, logs, pins))  # type: ignore[arg-type]
+            return "FAST", log_rows, False
         avg_types = _avg_types(x, plan, pins)
+        if plan.inputs:  # an aggregate over a join: every master's changes in one MERGE
+            old_pins = {m: s.user.master_snapshot if s.user else None for m, s in setups.items()}
+            changed = {m: s for m, s in sources.items() if m in pending}
+            x.execute(
+                sqlgen.join_aggregate_merge(plan, view, types, changed, pins, old_pins, avg_types)
+            )
+            return "FAST", log_rows, False
         for name in pending:
             x.execute(sqlgen.delta_merge(plan, view, types, sources[name], pins, avg_types))
         return "FAST", log_rows, False
@@ -338,6 +360,15 @@ def _plan_sources(
     sources: dict[TableName, sqlgen.Source],
 ) -> str | None:
     """Where each master's changes come from; a reason when they cannot be had."""
+    if plan.inputs and plan.shape == "aggregate":
+        # The delta rule joins each table's changes with the others as they were.
+        users = {m.name: setups[m.name].user for m in masters}
+        unknown = [n for n, u in users.items() if u is None or u.master_snapshot is None]
+        if unknown:
+            return (
+                f"the snapshot of {', '.join(map(str, unknown))} that the view last reflected "
+                "is unknown (an aggregate over a join reads it)"
+            )
     for m in masters:
         setup = setups[m.name]
         log = setup.log
@@ -346,11 +377,17 @@ def _plan_sources(
             setup.range_predicate(),
             () if log.keyless else log.key_columns,
             log.master_columns,
+            log.columns,
         )
-        if set(plan.columns_read) <= set(log.columns):
+        read = {c for i in plan.inputs if i.master == m.name for c in i.columns_read}
+        if not plan.inputs:
+            read = set(plan.columns_read)
+        if plan.shape == "join" or read <= set(log.columns):
+            # A join projection needs only the changed keys (it reads the log's images when
+            # the log holds the columns, else the pinned master's rows for those keys).
             sources[m.name] = source
             continue
-        missing = sorted(set(plan.columns_read) - set(log.columns))
+        missing = sorted(read - set(log.columns))
         previous = setup.user.master_snapshot if setup.user else None
         if log.keyless or previous is None or setup.master_snapshot is None:
             return (
@@ -366,11 +403,12 @@ def _avg_types(x: Executor, plan: ViewPlan, pins: dict[TableName, int | None]) -
     args = sorted({a.arg for a in plan.aggregates if a.kind == "avg" and a.arg})
     if not args:
         return {}
-    master = plan.masters[0]
-    pin = pins.get(master)
-    version = f" VERSION AS OF {pin}" if pin is not None else ""
-    select = ", ".join(f"typeof(avg({arg}))" for arg in args)
-    row = x.query(f"SELECT {select} FROM {master.sql}{version} {plan.alias} WHERE FALSE")[0]
+    tree = sqlgen.pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
+    for arg in ("group", "distinct"):
+        tree.set(arg, None)
+    tree = tree.select(*[f"typeof(avg({arg}))" for arg in args], append=False, dialect=DIALECT)
+    tree.set("where", exp.Where(this=exp.false()))
+    row = x.query(tree.sql(dialect=DIALECT))[0]
     return dict(zip(args, [str(v) for v in row], strict=True))
 
 

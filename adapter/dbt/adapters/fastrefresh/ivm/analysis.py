@@ -13,6 +13,16 @@ Shapes (single master table):
   expression, ``__fr_g_<n>`` for a group expression the query does not output. COUNT,
   SUM and AVG are maintained from signed deltas (``algebraic``); any other aggregate
   (MIN, MAX, COUNT(DISTINCT), ...) makes the view recompute the affected groups.
+
+Shape over several masters:
+
+- ``join``: inner joins (``JOIN ... ON``/``USING``, ``CROSS JOIN``, comma) of keyed masters,
+  with any ``WHERE`` and output expressions, no aggregate. A view row is a function of one
+  row of each joined table, so the tuple of their keys identifies it: each table's key is in
+  the view (hidden ``__fr_j<i>_<col>`` columns when the query lacks it). A table read twice
+  (a self-join) is two inputs of one master.
+- ``aggregate`` with ``inputs``: an aggregate over such a join; planned like a single-table
+  aggregate, its deltas come from the join's delta rule.
 """
 
 from __future__ import annotations
@@ -63,12 +73,23 @@ class Output:
 
 
 @dataclass(frozen=True)
+class JoinInput:
+    """One table of a join: its alias, its master, and where its key sits in the view."""
+
+    alias: str
+    master: TableName
+    key_columns: tuple[str, ...]
+    key_view_columns: tuple[str, ...]
+    columns_read: tuple[str, ...]  # the master's columns this input reads
+
+
+@dataclass(frozen=True)
 class ViewPlan:
     """What the planner knows about a view: its shape, its master, its hidden columns."""
 
     sql: str
     query_hash: str
-    shape: str  # projection | aggregate | unsupported
+    shape: str  # projection | aggregate | join | unsupported
     reason: str | None = None
     masters: tuple[TableName, ...] = ()
     alias: str = ""
@@ -86,6 +107,7 @@ class ViewPlan:
     hidden: tuple[tuple[str, str], ...] = ()  # (name, SQL) of hidden columns, in order
     qualified: str = ""  # the qualified query (stars expanded, columns qualified)
     expressions: tuple[str, ...] = field(default=())  # output expressions as written
+    inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
 
     @property
     def supported(self) -> bool:
@@ -106,13 +128,24 @@ class ViewPlan:
     def describe(self) -> str:
         if not self.supported:
             return f"not fast-refreshable: {self.reason}"
+        if self.shape == "join":
+            tables = ", ".join(f"{i.master} {i.alias}" for i in self.inputs)
+            return (
+                f"inner join of {tables} (each row keyed by its tables' keys; the changed "
+                "keys' rows are joined again)"
+            )
         if self.shape == "projection":
             how = "keyed by " + ", ".join(self.key_columns) if self.keyed else "key-less, counted"
             return f"projection/filter of {self.masters[0]} ({how})"
         kinds = sorted({a.kind for a in self.aggregates}) or ["distinct"]
         method = "signed deltas" if self.algebraic else "recompute of the affected groups"
         groups = f"{len(self.groups)} group expression(s)" if self.groups else "no GROUP BY"
-        return f"aggregate of {self.masters[0]} ({groups}; {', '.join(kinds)}; {method})"
+        of = (
+            "a join of " + ", ".join(f"{i.master} {i.alias}" for i in self.inputs)
+            if self.inputs
+            else str(self.masters[0])
+        )
+        return f"aggregate of {of} ({groups}; {', '.join(kinds)}; {method})"
 
 
 def query_hash(sql: str) -> str:
@@ -153,7 +186,6 @@ def _first_offender(tree: exp.Expression) -> str | None:
         (exp.Limit, "LIMIT"),
         (exp.Offset, "OFFSET"),
         (exp.Having, "HAVING"),
-        (exp.Join, "a join (joins are not fast-refreshable yet)"),
         (exp.Lateral, "LATERAL VIEW / a generator"),
         ((exp.Explode, exp.Posexplode, exp.Inline), "a generator (explode/inline)"),
         (exp.Rollup, "ROLLUP"),
@@ -217,6 +249,8 @@ def analyze(
     if offender:
         return _unsupported(sql, f"the query uses {offender}", masters)
     from_ = tree.args.get("from_") or tree.args.get("from")
+    if tree.args.get("joins"):
+        return _analyze_join(sql, tree, masters, master_columns, keys)
     tables = list(tree.find_all(exp.Table))
     if from_ is None or len(tables) != 1 or not isinstance(from_.this, exp.Table):
         return _unsupported(sql, "the query must read exactly one table in FROM", masters)
@@ -291,7 +325,22 @@ def analyze(
             key_view_columns=tuple(key_view), **base,  # type: ignore[arg-type]
         )  # fmt: skip
 
-    # Aggregates (GROUP BY, DISTINCT, or a global aggregate).
+    return _plan_aggregate(sql, qualified, masters, base)
+
+
+def _plan_aggregate(
+    sql: str, qualified: exp.Select, masters: Sequence[TableName], base: dict[str, object]
+) -> ViewPlan:
+    """Plan an aggregate (GROUP BY, DISTINCT, or a global aggregate) of ``qualified``."""
+
+    def render(node: exp.Expression) -> str:
+        return node.sql(dialect=DIALECT)
+
+    selects = list(qualified.expressions)
+    names = [s.alias_or_name for s in selects]
+    group_node = qualified.args.get("group")
+    aggregates_found = [a for s in selects for a in s.find_all(exp.AggFunc)]
+    distinct = qualified.args.get("distinct") is not None
     if group_node is not None:
         groups = [render(g) for g in group_node.expressions]
     elif distinct:
@@ -351,4 +400,125 @@ def analyze(
         group_columns=tuple(group_columns), aggregates=tuple(aggregates),
         components=tuple(components), sum_components=frozenset(sums), hidden=tuple(hidden),
         **base,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def _join_offender(join: exp.Join) -> str | None:
+    side = (join.args.get("side") or "").upper()
+    kind = (join.args.get("kind") or "").upper()
+    if join.args.get("method"):
+        return f"a {join.args['method'].upper()} join; name the join columns with ON or USING"
+    if kind in ("SEMI", "ANTI"):
+        return f"a {side} {kind} join".replace("  ", " ")
+    if side:
+        return f"a {side} OUTER join (only inner joins refresh fast)"
+    if kind not in ("", "INNER", "CROSS"):
+        return f"a {kind} join"
+    return None
+
+
+def _analyze_join(
+    sql: str,
+    tree: exp.Select,
+    masters: list[TableName],
+    master_columns: dict[TableName, list[Column]],
+    keys: dict[TableName, list[str]],
+) -> ViewPlan:
+    """Plan an inner join of keyed masters (``shape = "join"``)."""
+    for join in tree.args.get("joins") or []:
+        offender = _join_offender(join)
+        if offender:
+            return _unsupported(sql, f"the query uses {offender}", masters)
+        if not isinstance(join.this, exp.Table):
+            return _unsupported(sql, "a join of something other than a table", masters)
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    if from_ is None or not isinstance(from_.this, exp.Table):
+        return _unsupported(sql, "the query must read tables in FROM", masters)
+    aggregate = bool(tree.args.get("group") or tree.args.get("distinct") or tree.find(exp.AggFunc))
+    schema: dict[str, object] = {}
+    for table in tree.find_all(exp.Table):
+        if not table.db:
+            return _unsupported(sql, f"the table {table.name} is not schema-qualified", masters)
+        master = TableName(table.db.lower(), table.name.lower())
+        if master_columns.get(master) is None:
+            return _unsupported(sql, f"{master} is not a known master table", masters)
+        if table.args.get("version") is not None:
+            return _unsupported(sql, "the query already uses time travel (VERSION AS OF)", masters)
+        if not keys.get(master):
+            return _unsupported(
+                sql,
+                f"the join reads {master}, which has no keyed materialized view log (a join "
+                "refreshes fast only when the log of every table it joins has a primary key)",
+                masters,
+            )
+        tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
+        tables[master.table] = {c.name: c.type for c in master_columns[master]}
+    try:
+        qualified = qualify(
+            tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
+            validate_qualify_columns=True, expand_stars=True, identify=False,
+        )  # fmt: skip
+    except SqlglotError as exc:
+        return _unsupported(
+            sql, f"the query could not be resolved against its tables ({exc})", masters
+        )
+    assert isinstance(qualified, exp.Select)
+
+    def render(node: exp.Expression) -> str:
+        return node.sql(dialect=DIALECT)
+
+    selects = list(qualified.expressions)
+    names = [s.alias_or_name for s in selects]
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        return _unsupported(
+            sql, "two output columns have the same name (alias them, e.g. b.id AS b_id)", masters
+        )
+    if any(n.startswith(HIDDEN_PREFIX) for n in lowered):
+        return _unsupported(sql, f"output columns named {HIDDEN_PREFIX}* are reserved", masters)
+    plain = {
+        (s.unalias().table.lower(), s.unalias().name.lower()): n
+        for n, s in zip(names, selects, strict=True)
+        if isinstance(s.unalias(), exp.Column)
+    }
+    inputs: list[JoinInput] = []
+    hidden: list[tuple[str, str]] = []
+    for index, table in enumerate(qualified.find_all(exp.Table)):
+        master = TableName(table.db.lower(), table.name.lower())
+        alias = table.alias_or_name
+        if any(i.alias.lower() == alias.lower() for i in inputs):
+            return _unsupported(sql, f"two tables of the join are both called {alias}", masters)
+        key_view = []
+        for k in keys[master] if not aggregate else []:
+            holder = plain.get((alias.lower(), k))
+            if holder is None:
+                holder = f"{HIDDEN_PREFIX}j{index}_{k}"
+                hidden.append((holder, f"{alias}.{k}"))
+            key_view.append(holder)
+        read = sorted(
+            {
+                c.name.lower()
+                for c in qualified.find_all(exp.Column)
+                if c.table.lower() == alias.lower()
+            }
+        )
+        inputs.append(JoinInput(alias, master, tuple(keys[master]), tuple(key_view), tuple(read)))
+    where = qualified.args.get("where")
+    if aggregate:
+        base: dict[str, object] = {
+            "sql": sql, "query_hash": query_hash(sql), "masters": tuple(masters),
+            "filter": render(where.this) if where is not None else None,
+            "columns_read": tuple(sorted({c for i in inputs for c in i.columns_read})),
+            "qualified": render(qualified), "keyed": True, "inputs": tuple(inputs),
+            "expressions": tuple(render(s.unalias()) for s in selects),
+        }  # fmt: skip
+        return _plan_aggregate(sql, qualified, masters, base)
+    return ViewPlan(
+        sql=sql, query_hash=query_hash(sql), shape="join", masters=tuple(masters),
+        outputs=tuple(Output(n, render(s.unalias())) for n, s in zip(names, selects, strict=True)),
+        filter=render(where.this) if where is not None else None,
+        columns_read=tuple(sorted({c for i in inputs for c in i.columns_read})),
+        keyed=True, key_view_columns=tuple(c for i in inputs for c in i.key_view_columns),
+        hidden=tuple(hidden), qualified=render(qualified),
+        expressions=tuple(render(s.unalias()) for s in selects), inputs=tuple(inputs),
     )  # fmt: skip

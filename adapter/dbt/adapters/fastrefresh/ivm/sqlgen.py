@@ -32,6 +32,7 @@ class LogSource:
     range_predicate: str
     key_columns: tuple[str, ...]  # empty for a key-less log
     master_columns: tuple[str, ...]  # all master columns at log creation (vector positions)
+    logged: tuple[str, ...] = ()  # the master columns the log holds (key included)
 
 
 @dataclass(frozen=True)
@@ -51,76 +52,142 @@ def _q(name: str) -> str:
     return ident(name)
 
 
-def _cv_skip(plan: ViewPlan, log: LogSource) -> str:
+def _cv_skip(columns_read: Sequence[str], log: LogSource) -> str:
     """Skip updates that changed no column the view reads (``change_vector__``)."""
-    positions = [
-        log.master_columns.index(c) + 1 for c in plan.columns_read if c in log.master_columns
-    ]
+    positions = [log.master_columns.index(c) + 1 for c in columns_read if c in log.master_columns]
     if not positions:
         return "TRUE"
     touches = cv.sql_touches("change_vector__", positions, len(log.master_columns))
     return f"(dmltype__ <> 'U' OR {touches})"
 
 
-def _needed(plan: ViewPlan, log: LogSource) -> list[str]:
-    cols = list(log.key_columns)
-    cols += [c for c in plan.columns_read if c not in cols]
-    return cols
+def image_ctes(
+    plan: ViewPlan, source: Source, columns: Sequence[str] | None = None, name: str = "imgs"
+) -> list[str]:
+    """CTEs ending in ``name``: the needed master columns plus ``__fr_sign``.
 
-
-def image_ctes(plan: ViewPlan, source: Source) -> list[str]:
-    """CTEs ending in ``imgs``: the needed master columns plus ``__fr_sign``."""
+    ``columns``: the master columns to read (default: all the view reads); ``name`` names
+    the last CTE and prefixes the others, so several masters' images can sit side by side.
+    """
     log = source.log if isinstance(source, MasterSource) else source
-    cols = _needed(plan, log)
+    read = plan.columns_read if columns is None else columns
+    cols = list(log.key_columns) + [c for c in read if c not in log.key_columns]
+    p = "__fr_" if name == "imgs" else f"{name}_"
     sel = ", ".join(_q(c) for c in cols)
-    where = f"({log.range_predicate}) AND {_cv_skip(plan, log)}"
+    where = f"({log.range_predicate}) AND {_cv_skip(read, log)}"
     if isinstance(source, MasterSource):
         keys = ", ".join(_q(k) for k in log.key_columns)
         on = " AND ".join(f"m.{_q(k)} <=> c.{_q(k)}" for k in log.key_columns)
         m = source.master.sql
         msel = ", ".join(f"m.{_q(c)}" for c in cols)
         return [
-            f"__fr_keys AS (SELECT DISTINCT {keys} FROM {log.log_table.sql} WHERE {where})",
-            f"__fr_old AS (SELECT {msel}, -1 AS __fr_sign FROM {m} VERSION AS OF {source.old_snapshot} m "
-            f"LEFT SEMI JOIN __fr_keys c ON {on})",
-            f"__fr_new AS (SELECT {msel}, 1 AS __fr_sign FROM {m} VERSION AS OF {source.new_snapshot} m "
-            f"LEFT SEMI JOIN __fr_keys c ON {on})",
-            "imgs AS (SELECT * FROM __fr_old UNION ALL SELECT * FROM __fr_new)",
+            f"{p}keys AS (SELECT DISTINCT {keys} FROM {log.log_table.sql} WHERE {where})",
+            f"{p}old AS (SELECT {msel}, -1 AS __fr_sign FROM {m} VERSION AS OF {source.old_snapshot} m "
+            f"LEFT SEMI JOIN {p}keys c ON {on})",
+            f"{p}new AS (SELECT {msel}, 1 AS __fr_sign FROM {m} VERSION AS OF {source.new_snapshot} m "
+            f"LEFT SEMI JOIN {p}keys c ON {on})",
+            f"{name} AS (SELECT * FROM {p}old UNION ALL SELECT * FROM {p}new)",
         ]
     if not log.key_columns:
         return [
-            f"imgs AS (SELECT {sel}, IF(old_new__ = 'N', 1, -1) AS __fr_sign "
+            f"{name} AS (SELECT {sel}, IF(old_new__ = 'N', 1, -1) AS __fr_sign "
             f"FROM {log.log_table.sql} WHERE {where})"
         ]
     part = ", ".join(_q(k) for k in log.key_columns)
     return [
-        f"__fr_rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.log_table.sql} WHERE {where})",
+        f"{p}rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.log_table.sql} WHERE {where})",
         # Net change per key: its first old image and its last new image. One window
         # (one sort) and one pass; a UNION ALL of two passes would read the log twice.
-        "__fr_ranked AS (SELECT *, "
+        f"{p}ranked AS (SELECT *, "
         f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__) AS __fr_pos, "
         f"count(1) OVER (PARTITION BY {part} ORDER BY sequence__ "
         "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __fr_n "
-        "FROM __fr_rng)",
-        f"imgs AS (SELECT {sel}, IF(old_new__ = 'O', -1, 1) AS __fr_sign FROM __fr_ranked "
+        f"FROM {p}rng)",
+        f"{name} AS (SELECT {sel}, IF(old_new__ = 'O', -1, 1) AS __fr_sign FROM {p}ranked "
         "WHERE (__fr_pos = 1 AND old_new__ = 'O') OR (__fr_pos = __fr_n AND old_new__ = 'N'))",
     ]
+
+
+def _aggregate_columns(plan: ViewPlan) -> list[str]:
+    """What an aggregate's delta needs of each changed row: groups, arguments."""
+    return [f"{g} AS __fr_g_{i}" for i, g in enumerate(plan.groups)] + [
+        f"{arg} AS __fr_a_{j}" for j, arg in enumerate(plan.components)
+    ]
+
+
+def _aggregate_rows(plan: ViewPlan) -> str:
+    """A single-table aggregate's changed rows (images passing the filter), signed."""
+    where = f" WHERE {plan.filter}" if plan.filter else ""
+    cols = ", ".join([*_aggregate_columns(plan), f"{plan.alias}.__fr_sign AS __fr_sign"])
+    return f"SELECT {cols} FROM imgs {plan.alias}{where}"
+
+
+def join_delta_rows(
+    plan: ViewPlan,
+    sources: Mapping[TableName, Source],
+    pins: Mapping[TableName, int | None],
+    old_pins: Mapping[TableName, int | None],
+) -> tuple[list[str], str]:
+    """(CTEs, SELECT) of an aggregate-over-join's changed rows, signed: the delta rule.
+
+    For each joined table i with changes, its signed images joined with the tables before
+    it as they are now (the pinned snapshots) and the tables after it as they were (the
+    snapshots the view last reflected): the sum over i is exactly the change of the join.
+    """
+    ctes: list[str] = []
+    images: dict[TableName, str] = {}
+    for m, master in enumerate(plan.masters):
+        if master in sources:
+            read = sorted({c for i in plan.inputs if i.master == master for c in i.columns_read})
+            images[master] = f"__fr_img{m}"
+            ctes += image_ctes(plan, sources[master], read, images[master])
+    position = {inp.alias.lower(): j for j, inp in enumerate(plan.inputs)}
+    parts = []
+    for i, inp in enumerate(plan.inputs):
+        if inp.master not in images:
+            continue
+        tree = sqlglot.parse_one(plan.qualified, read=DIALECT)
+        assert isinstance(tree, exp.Select)
+        for table in tree.find_all(exp.Table):
+            j = position[table.alias_or_name.lower()]
+            if j != i:
+                _pin(table, (pins if j < i else old_pins).get(plan.inputs[j].master))
+        _read_from(tree, inp.alias, f"SELECT * FROM {images[inp.master]}")
+        for arg in ("group", "distinct", "having", "order"):
+            tree.set(arg, None)
+        columns = [*_aggregate_columns(plan), f"{inp.alias}.__fr_sign AS __fr_sign"]
+        tree = tree.select(*columns, append=False, dialect=DIALECT, copy=False)
+        parts.append(tree.sql(dialect=DIALECT))
+    return ctes, " UNION ALL ".join(parts)
 
 
 # -- complete refresh ---------------------------------------------------------------------
 
 
+def _pin(table: exp.Table, snapshot: int | None) -> None:
+    if snapshot is not None:
+        table.set(
+            "version",
+            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)),
+        )
+
+
+def _read_from(tree: exp.Select, alias: str, select: str) -> None:
+    """Read the query's table ``alias`` from ``select`` (changed rows) instead."""
+    table = next(t for t in tree.find_all(exp.Table) if t.alias_or_name.lower() == alias.lower())
+    table.replace(
+        exp.Subquery(
+            this=sqlglot.parse_one(select, read=DIALECT),
+            alias=exp.TableAlias(this=exp.to_identifier(alias)),
+        )
+    )
+
+
 def pin_tables(tree: Any, pins: Mapping[TableName, int | None]) -> Any:
     """Read every pinned master at its snapshot (``VERSION AS OF``)."""
     for table in tree.find_all(exp.Table):
-        if not table.db:
-            continue
-        snapshot = pins.get(TableName(table.db.lower(), table.name.lower()))
-        if snapshot is not None:
-            table.set(
-                "version",
-                exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)),
-            )
+        if table.db:
+            _pin(table, pins.get(TableName(table.db.lower(), table.name.lower())))
     return tree
 
 
@@ -300,23 +367,21 @@ def _aggregate_signed(
     types: Mapping[str, str],
     ctes: Sequence[str],
     avg_types: Mapping[str, str],
+    rows: str,
 ) -> str:
-    alias = plan.alias
-    where = f" WHERE {plan.filter}" if plan.filter else ""
-    parts = [f"{g} AS __fr_g_{i}" for i, g in enumerate(plan.groups)]
-    parts.append(f"coalesce(sum({alias}.__fr_sign), 0) AS __fr_d_count")
+    groups = [f"__fr_g_{i}" for i in range(len(plan.groups))]
+    parts = [*groups, "coalesce(sum(__fr_sign), 0) AS __fr_d_count"]
     changed = ["__fr_d_count <> 0"]
-    for j, arg in enumerate(plan.components):
-        parts.append(
-            f"coalesce(sum(IF(({arg}) IS NULL, 0, {alias}.__fr_sign)), 0) AS __fr_d_cnt_{j}"
-        )
+    for j in range(len(plan.components)):
+        parts.append(f"coalesce(sum(IF(__fr_a_{j} IS NULL, 0, __fr_sign)), 0) AS __fr_d_cnt_{j}")
         changed.append(f"__fr_d_cnt_{j} <> 0")
         if j in plan.sum_components:
-            parts.append(f"sum({alias}.__fr_sign * ({arg})) AS __fr_d_sum_{j}")
+            parts.append(f"sum(__fr_sign * __fr_a_{j}) AS __fr_d_sum_{j}")
             changed.append(f"coalesce(__fr_d_sum_{j}, 0) <> 0")
-    group_by = f" GROUP BY {', '.join(plan.groups)}" if plan.groups else ""
+    group_by = f" GROUP BY {', '.join(groups)}" if groups else ""
     source = (
-        f"WITH {', '.join(ctes)}, __fr_d AS (SELECT {', '.join(parts)} FROM imgs {alias}{where}{group_by}) "
+        f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}), "
+        f"__fr_d AS (SELECT {', '.join(parts)} FROM __fr_rows{group_by}) "
         f"SELECT * FROM __fr_d WHERE {' OR '.join(changed)}"
     )
     old_hidden, old_values = _component_values(plan, "t", avg_types)
@@ -358,20 +423,19 @@ def _aggregate_recompute(
     types: Mapping[str, str],
     ctes: Sequence[str],
     pins: Mapping[TableName, int | None],
+    rows: str,
 ) -> str:
-    """Recompute the groups the changes touched, from the pinned master."""
-    alias = plan.alias
-    where = f" WHERE {plan.filter}" if plan.filter else ""
+    """Recompute the groups the changes touched, from the pinned masters."""
     cols = list(plan.view_columns)
     full = complete_select(plan, pins)
     if plan.global_aggregate:
         source = (
-            f"WITH {', '.join(ctes)} SELECT * FROM ({full}) __fr_re "
-            f"WHERE EXISTS (SELECT 1 FROM imgs {alias})"
+            f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}) SELECT * FROM ({full}) __fr_re "
+            "WHERE EXISTS (SELECT 1 FROM __fr_rows)"
         )
         sets = ", ".join(f"{_q(c)} = s.{_q(c)}" for c in cols)
         return f"MERGE INTO {view.sql} t USING ({source}) s ON 1 = 1 WHEN MATCHED THEN UPDATE SET {sets}"
-    affected = ", ".join(f"{g} AS __fr_g_{i}" for i, g in enumerate(plan.groups))
+    affected = ", ".join(f"__fr_g_{i}" for i in range(len(plan.groups)))
     tree = sqlglot.parse_one(full, read=DIALECT)
     assert isinstance(tree, exp.Select)
     semi = " AND ".join(f"{g} <=> __fr_ag.__fr_g_{i}" for i, g in enumerate(plan.groups))
@@ -379,8 +443,8 @@ def _aggregate_recompute(
     back = " AND ".join(f"re.{_q(c)} <=> ag.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
     picks = ", ".join(f"re.{_q(c)}" for c in cols)
     source = (
-        f"WITH {', '.join(ctes)}, "
-        f"__fr_ag AS (SELECT DISTINCT {affected} FROM imgs {alias}{where}), "
+        f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}), "
+        f"__fr_ag AS (SELECT DISTINCT {affected} FROM __fr_rows), "
         f"__fr_re AS ({tree.sql(dialect=DIALECT)}) "
         f"SELECT {picks}, {', '.join(f'ag.__fr_g_{i}' for i in range(len(plan.groups)))}, "
         "re.__fr_count IS NULL AS __fr_gone "
@@ -393,6 +457,100 @@ def _aggregate_recompute(
         "WHEN MATCHED AND s.__fr_gone THEN DELETE "
         f"WHEN MATCHED THEN UPDATE SET {sets} "
         f"WHEN NOT MATCHED AND NOT s.__fr_gone THEN {_insert(plan, {c: f's.{_q(c)}' for c in cols})}"
+    )
+
+
+def join_merge(
+    plan: ViewPlan,
+    view: TableName,
+    types: Mapping[str, str],
+    sources: Mapping[TableName, LogSource],
+    pins: Mapping[TableName, int | None],
+) -> str:
+    """Apply the changes of every master of a join view in one MERGE (Oracle's DEL/INS).
+
+    A view row is a function of one row per joined table, identified by their keys. So the
+    rows that can have changed are exactly those holding a changed key (a key in the log
+    range, old or new image) of some table: delete those rows, and insert the query's rows
+    on the pinned snapshots that hold a changed key. Input i's part takes the rows of its
+    changed keys (the log's last new images when the log holds what the input reads, else
+    the pinned master's rows) and excludes the changed keys of inputs before it, so no row
+    is inserted twice.
+    """
+    ctes = []
+    key_cte: dict[TableName, str] = {}
+    images: dict[TableName, str] = {}
+    for m, master in enumerate(plan.masters):
+        log = sources.get(master)
+        if log is None:
+            continue
+        # The key is read too: a row moved to another key must leave its old place.
+        read = sorted(
+            {c for i in plan.inputs if i.master == master for c in i.columns_read}
+            | set(log.key_columns)
+        )
+        keys = ", ".join(_q(k) for k in log.key_columns)
+        key_cte[master] = f"__fr_ck{m}"
+        ctes.append(
+            f"__fr_ck{m} AS (SELECT DISTINCT {keys}, TRUE AS __fr_hit FROM {log.log_table.sql} "
+            f"WHERE ({log.range_predicate}) AND {_cv_skip(read, log)})"
+        )
+        if set(read) <= set(log.logged):
+            # The log holds what the view reads of this table: its changed rows as they are
+            # now are the last new images in the range, so the master is not read for them.
+            images[master] = f"__fr_img{m}"
+            ctes += image_ctes(plan, log, read, images[master])
+    changed = [(i, inp) for i, inp in enumerate(plan.inputs) if inp.master in key_cte]
+    base = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
+    assert isinstance(base, exp.Select)
+    extra = [f"{sql} AS {_q(name)}" for name, sql in plan.hidden]
+    if extra:
+        base = base.select(*extra, dialect=DIALECT, copy=False)
+    cols = list(plan.view_columns)
+    casts = ", ".join(f"CAST(__fr_p.{_q(c)} AS {types[c]}) AS {_q(c)}" for c in cols)
+    parts = []
+
+    def on(alias: str, cte_alias: str, keys: Sequence[str]) -> str:
+        return " AND ".join(f"{alias}.{_q(k)} = {cte_alias}.{_q(k)}" for k in keys)
+
+    for n, (i, inp) in enumerate(changed):
+        part = base.copy()
+        if inp.master in images:
+            _read_from(part, inp.alias, f"SELECT * FROM {images[inp.master]} WHERE __fr_sign = 1")
+        else:
+            part = part.join(
+                f"{key_cte[inp.master]} AS __fr_in{i}",
+                on=on(inp.alias, f"__fr_in{i}", inp.key_columns),
+                join_type="left semi", dialect=DIALECT, copy=False,
+            )  # fmt: skip
+        for j, before in changed[:n]:
+            part = part.join(
+                f"{key_cte[before.master]} AS __fr_out{j}",
+                on=on(before.alias, f"__fr_out{j}", before.key_columns),
+                join_type="left anti", dialect=DIALECT, copy=False,
+            )  # fmt: skip
+        parts.append(f"SELECT {casts}, 'I' AS __fr_op FROM ({part.sql(dialect=DIALECT)}) __fr_p")
+    hits = []
+    joins = []
+    for i, inp in changed:
+        hit_on = " AND ".join(
+            f"v.{_q(vc)} = __fr_h{i}.{_q(k)}"
+            for k, vc in zip(inp.key_columns, inp.key_view_columns, strict=True)
+        )
+        joins.append(f"LEFT JOIN {key_cte[inp.master]} __fr_h{i} ON {hit_on}")
+        hits.append(f"__fr_h{i}.__fr_hit")
+    keyed = set(plan.key_view_columns)
+    olds = ", ".join(f"v.{_q(c)}" if c in keyed else f"{_null(c, types)} AS {_q(c)}" for c in cols)
+    ctes.append(
+        f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {view.sql} v {' '.join(joins)} "
+        f"WHERE {' OR '.join(hits)})"
+    )
+    source = f"WITH {', '.join(ctes)} SELECT * FROM __fr_old UNION ALL " + " UNION ALL ".join(parts)
+    match = " AND ".join(f"t.{_q(c)} <=> s.{_q(c)}" for c in dict.fromkeys(plan.key_view_columns))
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {match} AND s.__fr_op = 'D' "
+        "WHEN MATCHED THEN DELETE "
+        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {_insert(plan, {c: f's.{_q(c)}' for c in cols})}"
     )
 
 
@@ -411,5 +569,21 @@ def delta_merge(
             return _projection_keyed(plan, view, types, ctes)
         return _projection_counted(plan, view, types, ctes)
     if plan.algebraic:
-        return _aggregate_signed(plan, view, types, ctes, avg_types)
-    return _aggregate_recompute(plan, view, types, ctes, pins)
+        return _aggregate_signed(plan, view, types, ctes, avg_types, _aggregate_rows(plan))
+    return _aggregate_recompute(plan, view, types, ctes, pins, _aggregate_rows(plan))
+
+
+def join_aggregate_merge(
+    plan: ViewPlan,
+    view: TableName,
+    types: Mapping[str, str],
+    sources: Mapping[TableName, Source],
+    pins: Mapping[TableName, int | None],
+    old_pins: Mapping[TableName, int | None],
+    avg_types: Mapping[str, str],
+) -> str:
+    """The MERGE that applies every master's changes to an aggregate over a join."""
+    ctes, rows = join_delta_rows(plan, sources, pins, old_pins)
+    if plan.algebraic:
+        return _aggregate_signed(plan, view, types, ctes, avg_types, rows)
+    return _aggregate_recompute(plan, view, types, ctes, pins, rows)
