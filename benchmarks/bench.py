@@ -46,11 +46,13 @@ sys.path.insert(0, str(HERE))
 
 import report  # noqa: E402
 import workload  # noqa: E402
-from workload import ORDERS, SCHEMA, View  # noqa: E402
+from workload import CUSTOMERS, ORDERS, SCHEMA, View  # noqa: E402
 
 REPO = HERE.parent
 REGISTRY = "bench_registry"
 METHODS = ("fast", "complete", "incremental", "floor")
+# The fraction sweep runs every scenario; the size sweep the aggregate (size_sweep).
+FRACTION_SCENARIOS = ("aggregate", "projection", "join", "join_aggregate", "shared")
 FIELDS = [
     "sweep", "rows", "mode", "locality", "flavour", "fraction", "changes", "scenario",
     "views", "method", "repeat", "seconds", "wrong_rows", "refresh_types", "log_rows",
@@ -80,9 +82,24 @@ QUICK = Plan(100_000, (0.01,), (100_000, 300_000), 1_000, 1, modes=("copy-on-wri
 def incremental_sql(view: View) -> str:
     """The view as a dbt-spark incremental model, the best way users write it today."""
     sql = view.sql
+    watermark = "(SELECT max(_max_updated_at) FROM {{ this }})"
+    if " JOIN " in sql:  # orders o joined with a dimension, which is read whole
+        select, rest = sql.split(" FROM ", 1)
+        body, _, group = rest.partition(" GROUP BY ")
+        glue = " AND " if " WHERE " in body else " WHERE "
+        if not group:  # new and changed orders, joined again
+            return (
+                f"{select}, o.updated_at AS _max_updated_at FROM {body}"
+                f"{{% if is_incremental() %}}{glue}o.updated_at > {watermark}{{% endif %}}"
+            )
+        # the groups that new and changed orders fall in, recomputed
+        changed = f"({group}) IN (SELECT {group} FROM {body}{glue}o.updated_at > {watermark})"
+        return (
+            f"{select}, max(o.updated_at) AS _max_updated_at FROM {body}"
+            f"{{% if is_incremental() %}}{glue}{changed}{{% endif %}} GROUP BY {group}"
+        )
     is_aggregate = " GROUP BY " in sql or "count(" in sql.split(" FROM ")[0]
     select, rest = sql.split(f" FROM {ORDERS}", 1)
-    watermark = "(SELECT max(_max_updated_at) FROM {{ this }})"
     if is_aggregate:
         select += ", max(updated_at) AS _max_updated_at"
         keys = ", ".join(view.key)
@@ -277,9 +294,14 @@ def create_log(spark: Any, flavour: str) -> None:
     x = SparkExecutor(spark)
     registry = Registry(x, REGISTRY)
     registry.ensure()
-    if registry.log_for_master(TableName.parse(ORDERS)) is not None:
-        logs.drop_mview_log(x, registry, ORDERS)
+    for master in (ORDERS, CUSTOMERS):
+        if registry.log_for_master(TableName.parse(master)) is not None:
+            logs.drop_mview_log(x, registry, master)
     logs.create_mview_log(x, registry, ORDERS, None, flavour == "commit_scn", None, utcnow)
+    # The join scenario's dimension: a key-only log (a join reads only the changed keys).
+    logs.create_mview_log(
+        x, registry, CUSTOMERS, [], flavour == "commit_scn", ["customer_id"], utcnow
+    )
 
 
 def setup_round(
@@ -294,7 +316,7 @@ def setup_round(
 
 
 def fraction_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
-    views = workload.views(["aggregate", "projection", "shared"])
+    views = workload.views(list(FRACTION_SCENARIOS))
     rows = plan.fraction_rows
     for flavour in plan.flavours:
         print(f"fraction sweep: {rows:,} rows, copy-on-write, {flavour} log", flush=True)
@@ -382,9 +404,7 @@ def main() -> None:
     started = time.perf_counter()
     rows_out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        project = write_project(
-            Path(tmp), state, workload.views(["aggregate", "projection", "shared"])
-        )
+        project = write_project(Path(tmp), state, workload.views(list(FRACTION_SCENARIOS)))
         dbt = Dbt(project)
         sweeps = args.sweeps.split(",")
         if "fraction" in sweeps:

@@ -248,9 +248,12 @@ def write(folder: Path, machine: str, minutes: float | None = None) -> None:
         "inserts in three commits (MERGE, DELETE, INSERT); `recent` changes pick rows among "
         "the newest, `scattered` ones uniformly. Scenarios: `aggregate` (revenue per "
         "customer: COUNT, SUM, AVG), `projection` (open orders: a filter and six columns), "
-        "`shared` (ten rollups and filters on the one log, refreshed one after another). "
-        "Joins do not refresh fast yet, so there is no join scenario. Every round also "
-        "checks each fast and complete view against its query.",
+        "`join` (open orders with their customer's region: orders joined with customers, "
+        "whose log holds only the key), `join_aggregate` (orders, revenue and average per "
+        "region over the same join), `shared` (ten rollups and filters on the one log, "
+        "refreshed one after another). The change batches touch only `orders`, so the join "
+        "scenarios measure a fact's changes joined with a static dimension. Every round "
+        "also checks each fast and complete view against its query.",
         "",
         "## Refresh time vs change fraction",
         "",

@@ -45,6 +45,7 @@ class View:
 
 
 ORDERS = f"{SCHEMA}.orders"
+CUSTOMERS = f"{SCHEMA}.customers"
 
 VIEWS: tuple[View, ...] = (
     View(
@@ -61,6 +62,21 @@ VIEWS: tuple[View, ...] = (
         "SELECT order_id, customer_id, product_id, order_date, amount, status "
         f"FROM {ORDERS} WHERE status <> 'cancelled'",
         ("order_id",),
+    ),
+    View(
+        "orders_with_region",
+        "join",
+        "SELECT o.order_id, o.customer_id, o.amount, o.status, c.region "
+        f"FROM {ORDERS} o JOIN {CUSTOMERS} c ON o.customer_id = c.customer_id "
+        "WHERE o.status <> 'cancelled'",
+        ("order_id",),
+    ),
+    View(
+        "revenue_by_region",
+        "join_aggregate",
+        "SELECT c.region, count(*) AS orders, sum(o.amount) AS revenue, avg(o.amount) AS avg_amount "
+        f"FROM {ORDERS} o JOIN {CUSTOMERS} c ON o.customer_id = c.customer_id GROUP BY c.region",
+        ("region",),
     ),
 )
 
