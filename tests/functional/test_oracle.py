@@ -258,11 +258,12 @@ def test_every_change_kind_reaches_every_view(spark: Any) -> None:
 
 @pytest.mark.parametrize("commit_scn", [False, True], ids=["timestamp", "commit_scn"])
 def test_views_equal_their_queries_after_every_refresh(spark: Any, commit_scn: bool) -> None:
-    # 150 examples per flavour, 300 in all. Examples continue each other's state, so
+    # 110 examples per flavour, 220 in all (15 views, five of them joins, keep this part of
+    # the default suite near 10 minutes). Examples continue each other's state, so
     # short step lists still add up to one long random walk (several hundred steps).
     world = World(spark, commit_scn)
-    run_oracle(world, examples=150, max_steps=4)
-    assert world.refreshes >= 100
+    run_oracle(world, examples=110, max_steps=4)
+    assert world.refreshes >= 75
 
 
 @pytest.mark.slow
