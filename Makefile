@@ -45,7 +45,8 @@ test-all: check-java $(STAMP)
 	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
-# (about 35 minutes on 2 cores) or benchmarks/results/quick (a few minutes).
+# (about 35 minutes on 2 cores before the join scenarios; longer now, not yet re-measured)
+# or benchmarks/results/quick (about 9 minutes).
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
