@@ -379,9 +379,7 @@ def _plan_sources(
             log.master_columns,
             log.columns,
         )
-        read = {c for i in plan.inputs if i.master == m.name for c in i.columns_read}
-        if not plan.inputs:
-            read = set(plan.columns_read)
+        read = set(plan.columns_read_of(m.name))
         if plan.shape == "join" or read <= set(log.columns):
             # A join projection needs only the changed keys (it reads the log's images when
             # the log holds the columns, else the pinned master's rows for those keys).

@@ -109,6 +109,12 @@ class ViewPlan:
     expressions: tuple[str, ...] = field(default=())  # output expressions as written
     inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
 
+    def columns_read_of(self, master: TableName) -> tuple[str, ...]:
+        """The columns of ``master`` the query reads (over all its inputs, for a join)."""
+        if not self.inputs:
+            return self.columns_read
+        return tuple(sorted({c for i in self.inputs if i.master == master for c in i.columns_read}))
+
     @property
     def supported(self) -> bool:
         return self.shape != "unsupported"
@@ -173,6 +179,18 @@ def tables_of(sql: str) -> list[TableName]:
             if name not in found:
                 found.append(name)
     return sorted(found)
+
+
+def _render(node: exp.Expression) -> str:
+    return node.sql(dialect=DIALECT)
+
+
+def _qualify(tree: exp.Expression, schema: dict[str, object]) -> exp.Expression:
+    """The query with stars expanded and every column qualified by its table's alias."""
+    return qualify(
+        tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
+        validate_qualify_columns=True, expand_stars=True, identify=False,
+    )  # fmt: skip
 
 
 def _unsupported(sql: str, reason: str, masters: Sequence[TableName] = ()) -> ViewPlan:
@@ -266,10 +284,7 @@ def analyze(
 
     schema: dict[str, object] = {master.schema: {master.table: {c.name: c.type for c in columns}}}
     try:
-        qualified = qualify(
-            tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
-            validate_qualify_columns=True, expand_stars=True, identify=False,
-        )  # fmt: skip
+        qualified = _qualify(tree, schema)
     except SqlglotError as exc:
         return _unsupported(
             sql, f"the query could not be resolved against {master} ({exc})", masters
@@ -277,11 +292,8 @@ def analyze(
     assert isinstance(qualified, exp.Select)
     alias = qualified.find(exp.Table).alias_or_name  # type: ignore[union-attr]
 
-    def render(node: exp.Expression) -> str:
-        return node.sql(dialect=DIALECT)
-
     where = qualified.args.get("where")
-    filter_sql = render(where.this) if where is not None else None
+    filter_sql = _render(where.this) if where is not None else None
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
     lowered = [n.lower() for n in names]
@@ -297,13 +309,15 @@ def analyze(
 
     base = {
         "sql": sql, "query_hash": query_hash(sql), "masters": (master,), "alias": alias,
-        "filter": filter_sql, "columns_read": tuple(read), "qualified": render(qualified),
-        "expressions": tuple(render(s.unalias()) for s in selects), "keyed": bool(key),
+        "filter": filter_sql, "columns_read": tuple(read), "qualified": _render(qualified),
+        "expressions": tuple(_render(s.unalias()) for s in selects), "keyed": bool(key),
         "key_columns": tuple(key),
     }  # fmt: skip
 
     if not group_node and not aggregates_found and not distinct:
-        outputs = tuple(Output(n, render(s.unalias())) for n, s in zip(names, selects, strict=True))
+        outputs = tuple(
+            Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)
+        )
         hidden: list[tuple[str, str]] = []
         key_view: list[str] = []
         if key:
@@ -333,20 +347,17 @@ def _plan_aggregate(
 ) -> ViewPlan:
     """Plan an aggregate (GROUP BY, DISTINCT, or a global aggregate) of ``qualified``."""
 
-    def render(node: exp.Expression) -> str:
-        return node.sql(dialect=DIALECT)
-
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
     group_node = qualified.args.get("group")
     aggregates_found = [a for s in selects for a in s.find_all(exp.AggFunc)]
     distinct = qualified.args.get("distinct") is not None
     if group_node is not None:
-        groups = [render(g) for g in group_node.expressions]
+        groups = [_render(g) for g in group_node.expressions]
     elif distinct:
         if any(s.find(exp.AggFunc) for s in selects):
             return _unsupported(sql, "SELECT DISTINCT with aggregates", masters)
-        groups = [render(s.unalias()) for s in selects]
+        groups = [_render(s.unalias()) for s in selects]
     else:
         groups = []
     if len(set(groups)) != len(groups):
@@ -361,7 +372,7 @@ def _plan_aggregate(
     aggregates: list[Aggregate] = []
     for node in aggregates_found:
         kind, arg = _aggregate_kind(node)
-        arg_sql = render(arg) if arg is not None and kind != "other" else None
+        arg_sql = _render(arg) if arg is not None and kind != "other" else None
         component = None
         if kind in ("count", "sum", "avg") and arg_sql is not None:
             if arg_sql not in components:
@@ -369,11 +380,11 @@ def _plan_aggregate(
             component = components.index(arg_sql)
             if kind in ("sum", "avg"):
                 sums.add(component)
-        aggregates.append(Aggregate(kind, arg_sql, render(node), component))
+        aggregates.append(Aggregate(kind, arg_sql, _render(node), component))
     outputs_list: list[Output] = []
     for name, select in zip(names, selects, strict=True):
         body = select.unalias()
-        text = render(body)
+        text = _render(body)
         if text in groups:
             outputs_list.append(Output(name, text, groups.index(text)))
         elif body.find(exp.AggFunc) is not None:
@@ -454,18 +465,12 @@ def _analyze_join(
         tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
         tables[master.table] = {c.name: c.type for c in master_columns[master]}
     try:
-        qualified = qualify(
-            tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
-            validate_qualify_columns=True, expand_stars=True, identify=False,
-        )  # fmt: skip
+        qualified = _qualify(tree, schema)
     except SqlglotError as exc:
         return _unsupported(
             sql, f"the query could not be resolved against its tables ({exc})", masters
         )
     assert isinstance(qualified, exp.Select)
-
-    def render(node: exp.Expression) -> str:
-        return node.sql(dialect=DIALECT)
 
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
@@ -507,18 +512,18 @@ def _analyze_join(
     if aggregate:
         base: dict[str, object] = {
             "sql": sql, "query_hash": query_hash(sql), "masters": tuple(masters),
-            "filter": render(where.this) if where is not None else None,
+            "filter": _render(where.this) if where is not None else None,
             "columns_read": tuple(sorted({c for i in inputs for c in i.columns_read})),
-            "qualified": render(qualified), "keyed": True, "inputs": tuple(inputs),
-            "expressions": tuple(render(s.unalias()) for s in selects),
+            "qualified": _render(qualified), "keyed": True, "inputs": tuple(inputs),
+            "expressions": tuple(_render(s.unalias()) for s in selects),
         }  # fmt: skip
         return _plan_aggregate(sql, qualified, masters, base)
     return ViewPlan(
         sql=sql, query_hash=query_hash(sql), shape="join", masters=tuple(masters),
-        outputs=tuple(Output(n, render(s.unalias())) for n, s in zip(names, selects, strict=True)),
-        filter=render(where.this) if where is not None else None,
+        outputs=tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)),
+        filter=_render(where.this) if where is not None else None,
         columns_read=tuple(sorted({c for i in inputs for c in i.columns_read})),
         keyed=True, key_view_columns=tuple(c for i in inputs for c in i.key_view_columns),
-        hidden=tuple(hidden), qualified=render(qualified),
-        expressions=tuple(render(s.unalias()) for s in selects), inputs=tuple(inputs),
+        hidden=tuple(hidden), qualified=_render(qualified),
+        expressions=tuple(_render(s.unalias()) for s in selects), inputs=tuple(inputs),
     )  # fmt: skip

@@ -138,7 +138,7 @@ def join_delta_rows(
     images: dict[TableName, str] = {}
     for m, master in enumerate(plan.masters):
         if master in sources:
-            read = sorted({c for i in plan.inputs if i.master == master for c in i.columns_read})
+            read = plan.columns_read_of(master)
             images[master] = f"__fr_img{m}"
             ctes += image_ctes(plan, sources[master], read, images[master])
     position = {inp.alias.lower(): j for j, inp in enumerate(plan.inputs)}
@@ -485,10 +485,7 @@ def join_merge(
         if log is None:
             continue
         # The key is read too: a row moved to another key must leave its old place.
-        read = sorted(
-            {c for i in plan.inputs if i.master == master for c in i.columns_read}
-            | set(log.key_columns)
-        )
+        read = sorted(set(plan.columns_read_of(master)) | set(log.key_columns))
         keys = ", ".join(_q(k) for k in log.key_columns)
         key_cte[master] = f"__fr_ck{m}"
         ctes.append(
