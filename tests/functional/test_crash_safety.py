@@ -80,3 +80,19 @@ def test_refresh_that_died_after_setup_leaves_leftovers_recaptured_once(tmp_path
         [2, 20, "U", "O", 3],
         [2, 21, "U", "N", 4],
     ], "each change exactly once"
+
+
+def test_join_refresh_killed_between_registering_and_purging_both_logs(tmp_path: Path) -> None:
+    # The wrap-up of a view over two logs records the view on both (one commit), then
+    # purges each and writes both logs' rows (one commit): the crash falls between.
+    assert run(tmp_path, "join_prepare")[0] == 0
+    code, _ = run(tmp_path, "join_refresh", fault="wrap_up.after_register")
+    assert code == 99, "the process died at the fault point"
+    code, seen = run(tmp_path, "join_recover")
+    assert code == 0
+    # The view changed but its refresh was never recorded: the next one rebuilds it,
+    # saying why, and the one after is fast again; both leave the view equal to its query.
+    assert seen["refresh"] == "COMPLETE", seen
+    assert "previous refresh of the view did not finish" in seen["reason"], seen
+    assert seen["second"] == "FAST", seen
+    assert seen["matches"] and seen["rows"] == 3, seen

@@ -65,3 +65,38 @@ def test_an_earlier_registry_gets_the_missing_properties_and_keeps_its_rows(spar
         assert properties[VERSION_PROPERTY] == "1"
     row = registry.mview(TableName("s", "v"))
     assert row is not None and row.query_hash == "h" and row.staleness == "FRESH"
+
+
+def test_update_rows_sets_each_rows_own_columns_in_one_commit(spark: Any) -> None:
+    registry = Registry(SparkExecutor(spark), "reg_rows")
+    registry.ensure()
+    registry.insert(
+        "mview_log_users",
+        [
+            {"log_table": log, "mview": view, "last_sequence": 1, "master_snapshot": 7}
+            for log in ("s.mlog__a", "s.mlog__b")
+            for view in ("s.v", "s.w")
+        ],
+    )
+    table = "reg_rows.mview_log_users"
+    snapshots = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
+    registry.update_rows(
+        "mview_log_users",
+        ["log_table", "mview"],
+        [
+            {"log_table": "s.mlog__a", "mview": "s.v", "last_sequence": 5},
+            {"log_table": "s.mlog__b", "mview": "s.v", "last_sequence": 6, "master_snapshot": None},
+        ],
+    )
+    rows = spark.sql(
+        f"SELECT log_table, mview, last_sequence, master_snapshot FROM {table} "
+        "ORDER BY log_table, mview"
+    ).collect()
+    assert [tuple(r) for r in rows] == [
+        ("s.mlog__a", "s.v", 5, 7),  # a column the row does not name keeps its value
+        ("s.mlog__a", "s.w", 1, 7),  # a row not named is left alone
+        ("s.mlog__b", "s.v", 6, None),  # NULL is a value like any other
+        ("s.mlog__b", "s.w", 1, 7),
+    ]
+    after = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
+    assert after == snapshots + 1, "one commit for both rows"

@@ -46,21 +46,27 @@ def doomed_views(log: LogInfo, users: Sequence[LogUser]) -> list[str]:
     return sorted(out)
 
 
-def purge_rows(
-    x: Executor,
-    registry: Registry,
+@dataclass(frozen=True)
+class Purge:
+    """One log's purge, planned: the DELETE's condition (None: nothing to delete), and
+    the values the log's registry row takes with it."""
+
+    log: LogInfo
+    condition: str | None
+    values: dict[str, object]
+    result: PurgeResult
+
+
+def plan_purge(
     log: LogInfo,
     users: Sequence[LogUser],
     now: dt.datetime,
     keep: Sequence[LogUser] | None = None,
     recorded: dict[str, object] | None = None,
-) -> PurgeResult:
-    """Purge what no view in ``keep`` (default: all ``users``) still needs.
-
-    Caller holds the log's lock. Records the purge (time, rows, new oldest) and
-    ``recorded`` in the registry, and returns the views that the purge left without the
-    rows they need.
-    """
+) -> Purge:
+    """What a purge keeping the rows the views in ``keep`` (default: all ``users``) still
+    need deletes and records (pure): the purge (time, rows, new oldest) and ``recorded``,
+    which the caller writes with it, and the views it leaves without rows they need."""
     keep = list(users if keep is None else keep)
     # Sequences are dense and purges cut prefixes, so the log holds exactly the rows
     # (purged_sequence, last_sequence]. A view with last refresh L consumed exactly the
@@ -85,15 +91,49 @@ def purge_rows(
         purged["purged_through"] = (
             max(through, log.purged_through) if log.purged_through else through
         )
-    if rows:
-        x.execute(f"DELETE FROM {log.log_table.sql} WHERE {condition}")
     oldest = min((u.last_refresh for u in keep), default=None) or log.oldest
-    # One registry write for the purge and what the caller records with it (wrap-up:
-    # the refresh time as youngest, the rows it marked).
-    values = {**(recorded or {}), **purged}
-    registry.update_log(log, last_purge_time=now, last_purge_rows=rows, oldest=oldest, **values)
-    updated = dataclasses.replace(log, oldest=oldest, **values)  # type: ignore[arg-type]
-    return PurgeResult(rows, tuple(doomed_views(updated, users)))
+    values = {
+        **(recorded or {}),
+        **purged,
+        "last_purge_time": now,
+        "last_purge_rows": rows,
+        "oldest": oldest,
+    }
+    updated = dataclasses.replace(log, **values)  # type: ignore[arg-type]
+    return Purge(
+        log,
+        condition if rows else None,
+        values,
+        PurgeResult(rows, tuple(doomed_views(updated, users))),
+    )
+
+
+def execute_purges(x: Executor, registry: Registry, purges: Sequence[Purge]) -> None:
+    """Delete the planned rows from each log, then write every log's registry row in one
+    commit. Caller holds the logs' locks."""
+    for purge in purges:
+        if purge.condition is not None:
+            x.execute(f"DELETE FROM {purge.log.log_table.sql} WHERE {purge.condition}")
+    registry.update_logs([(p.log, p.values) for p in purges])
+
+
+def purge_rows(
+    x: Executor,
+    registry: Registry,
+    log: LogInfo,
+    users: Sequence[LogUser],
+    now: dt.datetime,
+    keep: Sequence[LogUser] | None = None,
+    recorded: dict[str, object] | None = None,
+) -> PurgeResult:
+    """Purge what no view in ``keep`` (default: all ``users``) still needs (``plan_purge``).
+
+    Caller holds the log's lock. Returns the views that the purge left without the rows
+    they need.
+    """
+    purge = plan_purge(log, users, now, keep, recorded)
+    execute_purges(x, registry, [purge])
+    return purge.result
 
 
 def _mark_unusable(registry: Registry, views: Sequence[str]) -> None:

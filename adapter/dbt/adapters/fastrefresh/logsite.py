@@ -2,7 +2,7 @@
 wrap-up (record the view's refresh, recompute oldest/youngest, purge).
 
 Oracle's DBMS_SNAPSHOT.SET_UP / VERIFY_LOG / WRAP_UP, per log. A fast refresh calls
-``setup`` for each master's log, reads its range, applies it, then calls ``wrap_up``;
+``setup`` for each master's log, reads its range, applies it, then calls ``wrap_up_all``;
 a complete refresh calls the same two (it does the same log management, seed 001 2.1.2)
 but does not need to be registered before.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh import locks
 from dbt.adapters.fastrefresh import master as mt
-from dbt.adapters.fastrefresh.admin import PurgeResult, purge_rows
+from dbt.adapters.fastrefresh.admin import PurgeResult, execute_purges, plan_purge
 from dbt.adapters.fastrefresh.capture import (
     UNMARKED_SQL,
     CaptureResult,
@@ -28,7 +28,7 @@ from dbt.adapters.fastrefresh.capture import (
 from dbt.adapters.fastrefresh.capture import no_log_error as _no_log_error
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.registry import LogInfo, LogUser, Registry
-from dbt.adapters.fastrefresh.sqltext import TableName, literal, timestamp
+from dbt.adapters.fastrefresh.sqltext import TableName, timestamp
 
 ONE_TICK = dt.timedelta(microseconds=1)
 no_log_error = _no_log_error
@@ -167,35 +167,43 @@ def _youngest(x: Executor, log: LogInfo) -> dt.datetime | None:
 
 def wrap_up(x: Executor, registry: Registry, done: Setup) -> PurgeResult:
     """Record that the view consumed the log through ``done``, then purge what no view needs."""
-    log_table = done.log.log_table
-    with locks.holding([log_lock(log_table)]):
-        log = registry.log_for_master(done.log.master) or done.log
-        where = f"log_table = {literal(str(log_table))} AND mview = {literal(str(done.mview))}"
-        values = {
-            "last_refresh": done.now,
-            "last_sequence": done.through_sequence,
-            "master_snapshot": done.master_snapshot,
-        }
-        if done.user is None:
-            registry.insert(
-                "mview_log_users",
-                [
-                    {
-                        "log_table": str(log_table),
-                        "master": str(log.master),
-                        "mview": str(done.mview),
-                        "registered_at": done.now,
-                        **values,
-                    }
-                ],
-            )
-        else:
-            registry.update("mview_log_users", where, values)
+    return wrap_up_all(x, registry, [done])[0]
+
+
+def wrap_up_all(x: Executor, registry: Registry, done: Sequence[Setup]) -> list[PurgeResult]:
+    """``wrap_up`` for every log one view's refresh read, with one registry commit per
+    step for all of them: the view's rows in ``mview_log_users``, then each log's purge,
+    then the logs' rows in ``mview_logs``. Each log sees the steps in the order a wrap-up
+    of it alone takes, so a crash between them leaves what that one would."""
+    if not done:
+        return []
+    with locks.holding([log_lock(d.log.log_table) for d in done]):
+        logs = [registry.log_for_master(d.log.master) or d.log for d in done]
+        new_users: list[dict[str, object]] = []
+        updated: list[dict[str, object]] = []
+        for d, log in zip(done, logs, strict=True):
+            values = {
+                "log_table": str(log.log_table),
+                "mview": str(d.mview),
+                "last_refresh": d.now,
+                "last_sequence": d.through_sequence,
+                "master_snapshot": d.master_snapshot,
+            }
+            if d.user is None:
+                new_users.append({"master": str(log.master), "registered_at": d.now, **values})
+            else:
+                updated.append(values)
+        registry.insert("mview_log_users", new_users)
+        registry.update_rows("mview_log_users", ["log_table", "mview"], updated)
         fault_point("wrap_up.after_register")
-        users = registry.log_users(log_table)
-        recorded: dict[str, object] = {
-            "youngest": max(done.now, log.youngest) if log.youngest else done.now
-        }
-        if not log.commit_scn:
-            recorded["marked_sequence"] = max(log.marked_sequence, done.through_sequence)
-        return purge_rows(x, registry, log, users, done.now, recorded=recorded)
+        purges = []
+        for d, log in zip(done, logs, strict=True):
+            recorded: dict[str, object] = {
+                "youngest": max(d.now, log.youngest) if log.youngest else d.now
+            }
+            if not log.commit_scn:
+                recorded["marked_sequence"] = max(log.marked_sequence, d.through_sequence)
+            users = registry.log_users(log.log_table)
+            purges.append(plan_purge(log, users, d.now, recorded=recorded))
+        execute_purges(x, registry, purges)
+    return [p.result for p in purges]

@@ -6,7 +6,7 @@
    naming cause and fix (``refresh_method: fast``).
 4. Apply: one MERGE of the delta (fast), or ``CREATE OR REPLACE TABLE ... AS`` on the
    pinned master snapshots (complete).
-5. Wrap-up per log (record the view's refresh, purge) — ``logsite.wrap_up``; then the
+5. Wrap-up of the logs (record the view's refresh, purge) — ``logsite.wrap_up_all``; then the
    view's registry row and the run's history row.
 
 Crash safety: the registry remembers the view table's Iceberg snapshot after each
@@ -242,8 +242,7 @@ def refresh_view(
     new_snapshot = mt.current_snapshot(x, view, refresh=False)
 
     mark = time.monotonic()
-    for setup in setups.values():
-        logsite.wrap_up(x, registry, setup)
+    logsite.wrap_up_all(x, registry, list(setups.values()))
     phases["wrap_up"] = time.monotonic() - mark
     mark = time.monotonic()
     now = max((s.now for s in setups.values()), default=clock())

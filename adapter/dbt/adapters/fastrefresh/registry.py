@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,6 +304,37 @@ class Registry:
         with locks.holding([self.lock_name(name)]):
             self.x.execute(f"UPDATE {self.table(name).sql} SET {sets} WHERE {where}")
 
+    def update_rows(
+        self, name: str, keys: Sequence[str], rows: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Update several rows in one commit. Each of ``rows`` gives the values of the
+        ``keys`` that pick its row and of the columns to set there; a column a row does
+        not name keeps its value in that row. (An UPDATE with a CASE per column: Iceberg
+        runs it for about two thirds of a MERGE's time.)"""
+        if not rows:
+            return
+        types = dict(TABLES[name])
+        picks = [
+            " AND ".join(f"{ident(k)} = {_sql_value(row[k], types[k])}" for k in keys)
+            for row in rows
+        ]
+        if len(rows) == 1:
+            self.update(name, picks[0], {c: v for c, v in rows[0].items() if c not in keys})
+            return
+        named = {c for row in rows for c in row}
+        sets = []
+        for column, sql_type in TABLES[name]:
+            if column in named and column not in keys:
+                cases = " ".join(
+                    f"WHEN {pick} THEN {_sql_value(row[column], sql_type)}"
+                    for pick, row in zip(picks, rows, strict=True)
+                    if column in row
+                )
+                sets.append(f"{ident(column)} = CASE {cases} ELSE {ident(column)} END")
+        where = " OR ".join(f"({pick})" for pick in picks)
+        with locks.holding([self.lock_name(name)]):
+            self.x.execute(f"UPDATE {self.table(name).sql} SET {', '.join(sets)} WHERE {where}")
+
     def delete(self, name: str, where: str) -> None:
         with locks.holding([self.lock_name(name)]):
             self.x.execute(f"DELETE FROM {self.table(name).sql} WHERE {where}")
@@ -332,12 +363,18 @@ class Registry:
     def update_log(self, log: LogInfo, **values: Any) -> None:
         """Write a log's registry row, with whatever was deferred for it (caller holds
         the log's lock and read ``log`` under it)."""
-        key = (self.schema, str(log.log_table))
-        deferred = _DEFERRED[key][1] if key in _DEFERRED else {}
-        self.update(
-            "mview_logs", f"log_table = {literal(str(log.log_table))}", {**deferred, **values}
-        )
-        _DEFERRED.pop(key, None)
+        self.update_logs([(log, values)])
+
+    def update_logs(self, updates: Sequence[tuple[LogInfo, Mapping[str, Any]]]) -> None:
+        """``update_log`` for several logs, in one commit (caller holds their locks)."""
+        rows = []
+        for log, values in updates:
+            key = (self.schema, str(log.log_table))
+            deferred = _DEFERRED[key][1] if key in _DEFERRED else {}
+            rows.append({**deferred, **values, "log_table": str(log.log_table)})
+        self.update_rows("mview_logs", ["log_table"], rows)
+        for log, _ in updates:
+            _DEFERRED.pop((self.schema, str(log.log_table)), None)
 
     def defer_log(self, stored: LogInfo, **values: Any) -> None:
         """Record ``values`` for a log with its next ``update_log`` instead of now.
