@@ -46,7 +46,7 @@ test-all: check-java $(STAMP)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
 # (about 35 minutes on 2 cores before the join scenarios; longer now, not yet re-measured)
-# or benchmarks/results/quick (about 9 minutes).
+# or benchmarks/results/quick (about 4.5 minutes: no shared scenario, small masters).
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
