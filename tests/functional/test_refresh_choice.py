@@ -1,12 +1,15 @@
 """Under `force`, a log range larger than a fraction of the master refreshes completely,
-saying why in the registry; under `fast` the same range refreshes fast."""
+saying why in the registry; under `fast` the same range refreshes fast. A refresh that
+must read a master snapshot expired since the view's last refresh falls back (`force`) or
+fails naming cause and fix (`fast`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.fastrefresh import logs, refresh
+from dbt.adapters.fastrefresh import capture, logs, refresh
 from dbt.adapters.fastrefresh.clock import utcnow
+from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import SparkExecutor
 from dbt.adapters.fastrefresh.registry import Registry
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -46,3 +49,119 @@ def test_large_log_range_refreshes_completely_under_force(spark, method: str) ->
     else:
         assert result.refresh_type == "FAST", result.reason
         assert result.log_rows == 2 * ROWS
+
+
+@pytest.mark.parametrize("method", ["force", "fast"])
+@pytest.mark.parametrize("shape", ["join_aggregate", "key_only_log"])
+def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
+    spark,  # type: ignore[no-untyped-def]
+    shape: str,
+    method: str,
+) -> None:
+    # Both shapes read a master as the view last reflected it: the delta rule of an
+    # aggregate over a join, and a log holding only the key (the rest by time travel).
+    schema = f"expired_{shape}_{method}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.a (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {schema}.b (g INT NOT NULL, region STRING) USING iceberg")
+    spark.sql(f"INSERT INTO {schema}.a SELECT id, CAST(id % 4 AS INT), 1 FROM range(20)")
+    spark.sql(f"INSERT INTO {schema}.b VALUES (0, 'n'), (1, 's'), (2, 'n'), (3, 'e')")
+    x = SparkExecutor(spark)
+    registry = Registry(x, f"{schema}_registry")
+    registry.ensure()
+    if shape == "join_aggregate":
+        logs.create_mview_log(x, registry, f"{schema}.a", None, False, ["k"], utcnow)
+        logs.create_mview_log(x, registry, f"{schema}.b", [], False, ["g"], utcnow)
+        sql = (
+            f"SELECT b.region, sum(a.x) AS sx, count(*) AS n FROM {schema}.a a "
+            f"JOIN {schema}.b b ON a.g = b.g GROUP BY b.region"
+        )
+    else:
+        logs.create_mview_log(x, registry, f"{schema}.a", [], False, ["k"], utcnow)
+        sql = f"SELECT g, sum(x) AS sx, count(*) AS n FROM {schema}.a GROUP BY g"
+    view = TableName(schema, "v")
+
+    def run(exists: bool) -> refresh.RefreshResult:
+        return refresh.refresh_view(x, registry, view, sql, method, False, exists, "", utcnow)
+
+    def rows() -> list[object]:  # the query's columns (the view keeps hidden ones)
+        return sorted(
+            spark.sql(f"SELECT {', '.join(spark.sql(sql).columns)} FROM {view.sql}").collect()
+        )
+
+    assert run(False).refresh_type == "COMPLETE"
+    spark.sql(f"UPDATE {schema}.a SET x = 5 WHERE k < 3")
+    assert run(True).refresh_type == "FAST"  # the view now reflects this snapshot of a
+    spark.sql(f"UPDATE {schema}.a SET x = 7, g = 3 WHERE k = 4")
+    # The delta rule reads b as it was for a's changes: b must have changed too.
+    expired = "b" if shape == "join_aggregate" else "a"
+    if expired == "b":
+        spark.sql(f"UPDATE {schema}.b SET region = 's' WHERE g = 2")
+    for master in ("a", expired):  # the logs are complete...
+        capture.capture(x, registry, TableName(schema, master), utcnow)
+    spark.sql(
+        f"CALL spark_catalog.system.expire_snapshots(table => '{schema}.{expired}', "
+        "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+    )  # ...but the snapshot the view last reflected is gone
+    if method == "fast":
+        before = rows()
+        with pytest.raises(
+            FastRefreshError, match=r"is gone \(expire_snapshots.*Fix: .*older_than"
+        ):
+            run(True)
+        assert rows() == before, "the failed refresh left the view as it was"
+        method = "force"
+    result = run(True)
+    assert result.refresh_type == "COMPLETE"
+    assert "expire_snapshots removed it" in (result.reason or ""), result.reason
+    assert rows() == sorted(spark.sql(sql).collect())
+    spark.sql(f"DELETE FROM {schema}.a WHERE k = 5")
+    assert run(True).refresh_type == "FAST", "fast again from the rebuilt view's snapshot"
+    assert rows() == sorted(spark.sql(sql).collect())
+
+
+def test_a_compacted_and_expired_unchanged_dimension_keeps_the_join_aggregate_fast(
+    spark,  # type: ignore[no-untyped-def]
+) -> None:
+    # Compaction commits change no row and give no log rows: the dimension as the view
+    # last reflected it is its current snapshot, so expiring the older ones costs nothing.
+    schema = "expired_compacted"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.a (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {schema}.b (g INT NOT NULL, region STRING) USING iceberg")
+    spark.sql(f"INSERT INTO {schema}.a SELECT id, CAST(id % 4 AS INT), 1 FROM range(20)")
+    for g, region in ((0, "n"), (1, "s"), (2, "n"), (3, "e")):  # four files
+        spark.sql(f"INSERT INTO {schema}.b VALUES ({g}, '{region}')")
+    x = SparkExecutor(spark)
+    registry = Registry(x, f"{schema}_registry")
+    registry.ensure()
+    logs.create_mview_log(x, registry, f"{schema}.a", None, False, ["k"], utcnow)
+    logs.create_mview_log(x, registry, f"{schema}.b", [], False, ["g"], utcnow)
+    sql = (
+        f"SELECT b.region, sum(a.x) AS sx, count(*) AS n FROM {schema}.a a "
+        f"JOIN {schema}.b b ON a.g = b.g GROUP BY b.region"
+    )
+    view = TableName(schema, "v")
+
+    def run() -> refresh.RefreshResult:
+        exists = spark.catalog.tableExists(view.sql.replace("`", ""))
+        return refresh.refresh_view(x, registry, view, sql, "fast", False, exists, "", utcnow)
+
+    assert run().refresh_type == "COMPLETE"
+    before = spark.sql(f"SELECT snapshot_id FROM {schema}.b.snapshots").collect()
+    spark.sql(
+        f"CALL spark_catalog.system.rewrite_data_files(table => '{schema}.b', options => map('min-input-files', '2'))"
+    )
+    spark.sql(
+        f"CALL spark_catalog.system.expire_snapshots(table => '{schema}.b', "
+        "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+    )
+    after = spark.sql(f"SELECT snapshot_id FROM {schema}.b.snapshots").collect()
+    assert len(after) == 1 and after[0] not in before, "the reflected snapshot is gone"
+    spark.sql(f"UPDATE {schema}.a SET x = 9 WHERE k < 6")
+    result = run()
+    assert result.refresh_type == "FAST", result.reason
+    columns = ", ".join(spark.sql(sql).columns)
+    assert sorted(spark.sql(f"SELECT {columns} FROM {view.sql}").collect()) == sorted(
+        spark.sql(sql).collect()
+    )

@@ -153,6 +153,12 @@ def _fix_for(reason: str, masters: list[MasterState]) -> str:
         )
     if "the query uses" in reason or "not fast-refreshable" in reason or "must read" in reason:
         return "rewrite the query into a supported shape (see docs/fast-refresh.md), or set refresh_method='force'"
+    if "expire_snapshots removed it" in reason:
+        return (
+            "run `dbt run --full-refresh -s <model>` once (a complete refresh), or set "
+            "refresh_method='force'; to refresh fast after the next change, keep the masters' "
+            "snapshots longer than the time between refreshes (expire_snapshots older_than)"
+        )
     return "run `dbt run --full-refresh -s <model>` once (a complete refresh), or set refresh_method='force'"
 
 
@@ -216,7 +222,9 @@ def refresh_view(
                 break
     sources: dict[TableName, sqlgen.Source] = {}
     if reason is None:
-        reason = _plan_sources(plan, masters, setups, sources)
+        reason = _plan_sources(plan, masters, setups, sources) or _history_gone(
+            x, plan, setups, sources, pins
+        )
         expected = reason is None
     if reason is None and method == "force":
         reason = _range_too_large(x, setups, pins)
@@ -298,7 +306,7 @@ def _apply(
     """Change the view: one MERGE per master with pending changes (a join: one MERGE for
     all of them), or a rebuild."""
     if reason is None:
-        pending = {m: s for m, s in setups.items() if s.through_sequence > s.after_sequence}
+        pending = {m: s for m, s in setups.items() if _pending(s)}
         log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
         if not pending:
             return "FAST", 0, True
@@ -310,7 +318,7 @@ def _apply(
             return "FAST", log_rows, False
         avg_types = _avg_types(x, plan, pins)
         if plan.inputs:  # an aggregate over a join: every master's changes in one MERGE
-            old_pins = {m: s.user.master_snapshot if s.user else None for m, s in setups.items()}
+            old_pins = _old_pins(setups, pins)
             changed = {m: s for m, s in sources.items() if m in pending}
             x.execute(
                 sqlgen.join_aggregate_merge(plan, view, types, changed, pins, old_pins, avg_types)
@@ -392,6 +400,55 @@ def _plan_sources(
                 "reads, and the master's earlier snapshot is unknown"
             )
         sources[m.name] = sqlgen.MasterSource(source, m.name, previous, setup.master_snapshot)
+    return None
+
+
+def _pending(setup: logsite.Setup) -> bool:
+    return setup.through_sequence > setup.after_sequence
+
+
+def _old_pins(
+    setups: dict[TableName, logsite.Setup], pins: dict[TableName, int | None]
+) -> dict[TableName, int | None]:
+    """Each master as the view last reflected it. A master without log rows for the view
+    has not changed since (its commits, if any, changed no row: compaction, empty DML), so
+    its pinned snapshot stands for that one, which may have been expired since."""
+    return {
+        m: (s.user.master_snapshot if s.user else None) if _pending(s) else pins.get(m)
+        for m, s in setups.items()
+    }
+
+
+def _history_gone(
+    x: Executor,
+    plan: ViewPlan,
+    setups: dict[TableName, logsite.Setup],
+    sources: dict[TableName, sqlgen.Source],
+    pins: dict[TableName, int | None],
+) -> str | None:
+    """Why a master snapshot this refresh must time-travel to is gone (or None).
+
+    The delta rule of an aggregate over a join reads the tables after a changed one as the
+    view last reflected them, and a log without a column the view reads sends the refresh
+    to the master's earlier snapshot; ``expire_snapshots`` may have removed either.
+    """
+    needed: dict[TableName, int | None] = {}
+    if plan.inputs and plan.shape == "aggregate":
+        old = _old_pins(setups, pins)
+        changed = [i for i, inp in enumerate(plan.inputs) if _pending(setups[inp.master])]
+        if changed:
+            for inp in plan.inputs[changed[0] + 1 :]:
+                if _pending(setups[inp.master]):
+                    needed[inp.master] = old[inp.master]
+    for m, source in sources.items():
+        if isinstance(source, sqlgen.MasterSource) and _pending(setups[m]):
+            needed[m] = source.old_snapshot
+    for master, snapshot in sorted(needed.items(), key=lambda item: str(item[0])):
+        if snapshot is not None and snapshot not in mt.snapshots(x, master):
+            return (
+                f"snapshot {snapshot} of {master}, the one the view last reflected, is gone "
+                "(expire_snapshots removed it), and this refresh reads the master as it was then"
+            )
     return None
 
 
