@@ -323,11 +323,15 @@ def _replace(
 
 
 def _component_values(
-    plan: ViewPlan, side: str | None, avg_types: Mapping[str, str]
+    plan: ViewPlan, side: str | None, avg_types: Mapping[str, str], types: Mapping[str, str]
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(new hidden column values, new value of each aggregate call).
 
-    ``side`` 't' for an existing group (old value + delta), None for a new group.
+    ``side`` 't' for an existing group (old value + delta), None for a new group. Each
+    value has the type of the call it stands for: a sum is cast to its hidden column's type
+    (the type of ``sum(arg)``), since old + delta is a wider decimal, and arithmetic over a
+    wider decimal rounds to other digits than the query's (``sum(y) / count(*)``). An
+    average divides that sum as Spark's AVG does, then takes AVG's type.
     """
 
     def new(name: str, delta: str) -> str:
@@ -344,20 +348,23 @@ def _component_values(
                 else f"s.__fr_d_sum_{j}"
             )
             hidden[f"__fr_sum_{j}"] = f"IF({count} = 0, NULL, {total})"
+
+    def typed(name: str) -> str:
+        return f"CAST({hidden[name]} AS {types[name]})"
+
     values: dict[str, str] = {}
     for agg in plan.aggregates:
         if agg.kind == "count_star":
-            values[agg.node_sql] = hidden["__fr_count"]
+            values[agg.node_sql] = typed("__fr_count")
         elif agg.kind == "count":
-            values[agg.node_sql] = hidden[f"__fr_cnt_{agg.component}"]
+            values[agg.node_sql] = typed(f"__fr_cnt_{agg.component}")
         elif agg.kind == "sum":
-            values[agg.node_sql] = hidden[f"__fr_sum_{agg.component}"]
+            values[agg.node_sql] = typed(f"__fr_sum_{agg.component}")
         elif agg.kind == "avg":
-            ratio = f"{hidden[f'__fr_sum_{agg.component}']} / {hidden[f'__fr_cnt_{agg.component}']}"
+            c = agg.component
+            ratio = f"{typed(f'__fr_sum_{c}')} / {typed(f'__fr_cnt_{c}')}"
             kind = avg_types.get(agg.arg or "")
             values[agg.node_sql] = f"CAST({ratio} AS {kind})" if kind else f"({ratio})"
-    for name, sql in list(hidden.items()):
-        hidden[name] = sql
     return hidden, values
 
 
@@ -384,8 +391,8 @@ def _aggregate_signed(
         f"__fr_d AS (SELECT {', '.join(parts)} FROM __fr_rows{group_by}) "
         f"SELECT * FROM __fr_d WHERE {' OR '.join(changed)}"
     )
-    old_hidden, old_values = _component_values(plan, "t", avg_types)
-    new_hidden, new_values = _component_values(plan, None, avg_types)
+    old_hidden, old_values = _component_values(plan, "t", avg_types, types)
+    new_hidden, new_values = _component_values(plan, None, avg_types, types)
     group_t = [f"t.{_q(c)}" for c in plan.group_columns]
     group_s = [f"s.__fr_g_{i}" for i in range(len(plan.groups))]
     sets = [f"{_q(n)} = CAST({v} AS {types[n]})" for n, v in old_hidden.items()]
