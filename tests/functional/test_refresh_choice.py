@@ -51,6 +51,36 @@ def test_large_log_range_refreshes_completely_under_force(spark, method: str) ->
         assert result.log_rows == 2 * ROWS
 
 
+def _fact_and_dimension(
+    spark,  # type: ignore[no-untyped-def]
+    schema: str,
+    dimension_files: int = 1,
+) -> tuple[SparkExecutor, Registry]:
+    """A fact `a` (k, g, x) of 20 rows, a dimension `b` (g, region), and a registry."""
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.a (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {schema}.b (g INT NOT NULL, region STRING) USING iceberg")
+    spark.sql(f"INSERT INTO {schema}.a SELECT id, CAST(id % 4 AS INT), 1 FROM range(20)")
+    rows = ["(0, 'n')", "(1, 's')", "(2, 'n')", "(3, 'e')"]
+    per_file = len(rows) // dimension_files
+    for start in range(0, len(rows), per_file):  # one INSERT (one file) per slice
+        spark.sql(f"INSERT INTO {schema}.b VALUES {', '.join(rows[start : start + per_file])}")
+    x = SparkExecutor(spark)
+    registry = Registry(x, f"{schema}_registry")
+    registry.ensure()
+    return x, registry
+
+
+def _join_aggregate(x: SparkExecutor, registry: Registry, schema: str) -> str:
+    """Logs on `a` (full) and `b` (key only); an aggregate over their join."""
+    logs.create_mview_log(x, registry, f"{schema}.a", None, False, ["k"], utcnow)
+    logs.create_mview_log(x, registry, f"{schema}.b", [], False, ["g"], utcnow)
+    return (
+        f"SELECT b.region, sum(a.x) AS sx, count(*) AS n FROM {schema}.a a "
+        f"JOIN {schema}.b b ON a.g = b.g GROUP BY b.region"
+    )
+
+
 @pytest.mark.parametrize("method", ["force", "fast"])
 @pytest.mark.parametrize("shape", ["join_aggregate", "key_only_log"])
 def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
@@ -61,21 +91,9 @@ def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
     # Both shapes read a master as the view last reflected it: the delta rule of an
     # aggregate over a join, and a log holding only the key (the rest by time travel).
     schema = f"expired_{shape}_{method}"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {schema}.a (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
-    spark.sql(f"CREATE TABLE {schema}.b (g INT NOT NULL, region STRING) USING iceberg")
-    spark.sql(f"INSERT INTO {schema}.a SELECT id, CAST(id % 4 AS INT), 1 FROM range(20)")
-    spark.sql(f"INSERT INTO {schema}.b VALUES (0, 'n'), (1, 's'), (2, 'n'), (3, 'e')")
-    x = SparkExecutor(spark)
-    registry = Registry(x, f"{schema}_registry")
-    registry.ensure()
+    x, registry = _fact_and_dimension(spark, schema)
     if shape == "join_aggregate":
-        logs.create_mview_log(x, registry, f"{schema}.a", None, False, ["k"], utcnow)
-        logs.create_mview_log(x, registry, f"{schema}.b", [], False, ["g"], utcnow)
-        sql = (
-            f"SELECT b.region, sum(a.x) AS sx, count(*) AS n FROM {schema}.a a "
-            f"JOIN {schema}.b b ON a.g = b.g GROUP BY b.region"
-        )
+        sql = _join_aggregate(x, registry, schema)
     else:
         logs.create_mview_log(x, registry, f"{schema}.a", [], False, ["k"], utcnow)
         sql = f"SELECT g, sum(x) AS sx, count(*) AS n FROM {schema}.a GROUP BY g"
@@ -126,21 +144,8 @@ def test_a_compacted_and_expired_unchanged_dimension_keeps_the_join_aggregate_fa
     # Compaction commits change no row and give no log rows: the dimension as the view
     # last reflected it is its current snapshot, so expiring the older ones costs nothing.
     schema = "expired_compacted"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {schema}.a (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
-    spark.sql(f"CREATE TABLE {schema}.b (g INT NOT NULL, region STRING) USING iceberg")
-    spark.sql(f"INSERT INTO {schema}.a SELECT id, CAST(id % 4 AS INT), 1 FROM range(20)")
-    for g, region in ((0, "n"), (1, "s"), (2, "n"), (3, "e")):  # four files
-        spark.sql(f"INSERT INTO {schema}.b VALUES ({g}, '{region}')")
-    x = SparkExecutor(spark)
-    registry = Registry(x, f"{schema}_registry")
-    registry.ensure()
-    logs.create_mview_log(x, registry, f"{schema}.a", None, False, ["k"], utcnow)
-    logs.create_mview_log(x, registry, f"{schema}.b", [], False, ["g"], utcnow)
-    sql = (
-        f"SELECT b.region, sum(a.x) AS sx, count(*) AS n FROM {schema}.a a "
-        f"JOIN {schema}.b b ON a.g = b.g GROUP BY b.region"
-    )
+    x, registry = _fact_and_dimension(spark, schema, dimension_files=4)
+    sql = _join_aggregate(x, registry, schema)
     view = TableName(schema, "v")
 
     def run() -> refresh.RefreshResult:
