@@ -164,3 +164,32 @@ def test_decide_orders_the_fallback_reasons() -> None:
     no_log = [MasterState(name, columns, None)]
     reason, expected = decide("fast", False, True, plan, row, no_log, "h", 42)
     assert "has no materialized view log" in str(reason) and expected is False
+
+
+def test_upkeep_expires_every_nth_commit_of_each_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbt.adapters.fastrefresh import upkeep
+
+    monkeypatch.setattr(upkeep, "EVERY", 3)
+    monkeypatch.setattr(upkeep, "_COMMITS", {})
+    a, b = TableName("s", "a"), TableName("s", "b")
+    assert [upkeep.due(a) for _ in range(7)] == [False, False, True, False, False, True, False]
+    assert [upkeep.due(b) for _ in range(3)] == [False, False, True], "each table counts alone"
+    upkeep.forget(a)
+    assert [upkeep.due(a) for _ in range(3)] == [False, False, True], "a dropped table restarts"
+    with upkeep.reading([b, b]):
+        assert [upkeep.due(b) for _ in range(5)] == [False] * 5, "not while being read"
+        with upkeep.reading([a]):
+            pass
+        assert upkeep.due(a) is False
+    assert upkeep.due(b) is True, "due at the first commit after the reads end"
+    assert upkeep.due(b) is False
+
+
+def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
+    from dbt.adapters.fastrefresh.upkeep import expire_sql
+
+    sql = expire_sql(TableName("reg", "mviews"), dt.datetime(2026, 1, 2, 3, 4, 5, 6), 10)
+    assert sql == (
+        "CALL system.expire_snapshots(table => 'reg.mviews', "
+        "older_than => TIMESTAMP'2026-01-02 03:04:05.000006+00:00', retain_last => 10)"
+    )

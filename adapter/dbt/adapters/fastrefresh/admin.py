@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.fastrefresh import locks
+from dbt.adapters.fastrefresh import locks, upkeep
 from dbt.adapters.fastrefresh.capture import holding_log, log_lock
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
@@ -114,6 +114,7 @@ def execute_purges(x: Executor, registry: Registry, purges: Sequence[Purge]) -> 
     for purge in purges:
         if purge.condition is not None:
             x.execute(f"DELETE FROM {purge.log.log_table.sql} WHERE {purge.condition}")
+            upkeep.committed(x, purge.log.log_table)
     registry.update_logs([(p.log, p.values) for p in purges])
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.fastrefresh import changevector as cv
-from dbt.adapters.fastrefresh import locks
+from dbt.adapters.fastrefresh import locks, upkeep
 from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
@@ -551,6 +551,7 @@ def capture_locked(
     for start in range(0, len(changes), SNAPSHOTS_PER_STATEMENT):
         batch = changes[start : start + SNAPSHOTS_PER_STATEMENT]
         x.execute(capture_sql(log, columns, batch, sequence, stamp))
+        upkeep.committed(x, log.log_table)
         sequence = _max_sequence(x, log.log_table, sequence)
     fault_point("capture.after_log_append")
     captured_at = now()
@@ -606,6 +607,7 @@ def _remove_leftovers(x: Executor, log: LogInfo) -> None:
     """Delete rows a capture appended but never recorded (it died before the registry)."""
     if _max_sequence(x, log.log_table, log.last_sequence) > log.last_sequence:
         x.execute(f"DELETE FROM {log.log_table.sql} WHERE sequence__ > {log.last_sequence}")
+        upkeep.committed(x, log.log_table)
 
 
 def no_log_error(master: TableName) -> FastRefreshError:

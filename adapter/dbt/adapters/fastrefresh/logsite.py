@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.fastrefresh import locks
+from dbt.adapters.fastrefresh import locks, upkeep
 from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.admin import PurgeResult, execute_purges, plan_purge
 from dbt.adapters.fastrefresh.capture import (
@@ -107,6 +107,7 @@ _CHOSEN: dict[str, dt.datetime] = {}
 def forget(log_table: TableName) -> None:
     """Drop what this process remembers of a log (it was dropped or created)."""
     _CHOSEN.pop(str(log_table), None)
+    upkeep.forget(log_table)
 
 
 def setup(
@@ -135,6 +136,7 @@ def setup(
                 f"WHERE sequence__ > {log.marked_sequence} AND sequence__ <= {log.last_sequence} "
                 f"AND snaptime__ = {UNMARKED_SQL}"
             )
+            upkeep.committed(x, log.log_table)
             fault_point("setup.after_mark")
             log = dataclasses.replace(log, marked_sequence=log.last_sequence)
         # New commits are appended already stamped with ``now``: this setup is their

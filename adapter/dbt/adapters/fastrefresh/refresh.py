@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.fastrefresh import logsite
+from dbt.adapters.fastrefresh import logsite, upkeep
 from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
@@ -238,9 +238,10 @@ def refresh_view(
     log_rows = 0
     noop = False
     try:
-        refresh_type, log_rows, noop = _apply(
-            x, view, plan, reason, setups, sources, pins, table_options
-        )
+        with upkeep.reading(s.log.log_table for s in setups.values()):
+            refresh_type, log_rows, noop = _apply(
+                x, view, plan, reason, setups, sources, pins, table_options
+            )
     except Exception as exc:
         _record_failure(
             registry, view, run_started, clock, str(exc), "FAST" if reason is None else "COMPLETE"

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.fastrefresh import locks, sqltext
+from dbt.adapters.fastrefresh import locks, sqltext, upkeep
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
@@ -297,12 +297,14 @@ class Registry:
         )
         with locks.holding([self.lock_name(name)]):
             self.x.execute(f"INSERT INTO {self.table(name).sql} VALUES\n{values}")
+            upkeep.committed(self.x, self.table(name))
 
     def update(self, name: str, where: str, values: Mapping[str, Any]) -> None:
         types = dict(TABLES[name])
         sets = ", ".join(f"{ident(c)} = {_sql_value(v, types[c])}" for c, v in values.items())
         with locks.holding([self.lock_name(name)]):
             self.x.execute(f"UPDATE {self.table(name).sql} SET {sets} WHERE {where}")
+            upkeep.committed(self.x, self.table(name))
 
     def update_rows(
         self, name: str, keys: Sequence[str], rows: Sequence[Mapping[str, Any]]
@@ -334,10 +336,12 @@ class Registry:
         where = " OR ".join(f"({pick})" for pick in picks)
         with locks.holding([self.lock_name(name)]):
             self.x.execute(f"UPDATE {self.table(name).sql} SET {', '.join(sets)} WHERE {where}")
+            upkeep.committed(self.x, self.table(name))
 
     def delete(self, name: str, where: str) -> None:
         with locks.holding([self.lock_name(name)]):
             self.x.execute(f"DELETE FROM {self.table(name).sql} WHERE {where}")
+            upkeep.committed(self.x, self.table(name))
 
     # -- typed accessors ----------------------------------------------------------------
 

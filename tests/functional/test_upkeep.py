@@ -1,0 +1,85 @@
+"""dbt-fastrefresh expires the old snapshots of its own tables (the registry's and the
+logs') every few commits, never those younger than ``upkeep.MIN_AGE`` nor the last
+``upkeep.KEEP_LAST``, and the refreshes that run across expiries stay fast and right."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh import logs, refresh, upkeep
+from dbt.adapters.fastrefresh.clock import utcnow
+from dbt.adapters.fastrefresh.executor import SparkExecutor
+from dbt.adapters.fastrefresh.registry import TABLES, Registry
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+SCHEMA = "upkeep"
+VIEWS = {"by_g": f"SELECT g, count(*) AS n, sum(x) AS sx FROM {SCHEMA}.m GROUP BY g"}
+
+
+def _snapshots(spark: Any, table: str) -> int:
+    return int(spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0])
+
+
+def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(upkeep, "EVERY", 3)
+    monkeypatch.setattr(upkeep, "KEEP_LAST", 1)
+    monkeypatch.setattr(upkeep, "_COMMITS", {})
+    spark.sql(f"CREATE SCHEMA {SCHEMA}")
+    spark.sql(f"CREATE TABLE {SCHEMA}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {SCHEMA}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {SCHEMA}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(50)")
+    x = SparkExecutor(spark)
+    registry = Registry(x, f"{SCHEMA}_registry")
+    registry.ensure()
+    logs.create_mview_log(x, registry, f"{SCHEMA}.m", None, False, None, utcnow)
+    own = [f"{SCHEMA}_registry.{t}" for t in TABLES] + [f"{SCHEMA}.mlog__m"]
+
+    def round_of_changes(i: int) -> None:
+        spark.sql(f"INSERT INTO {SCHEMA}.m VALUES ({100 + i}, {i % 3}, {i})")
+        spark.sql(f"UPDATE {SCHEMA}.m SET x = x + {i} WHERE k % 7 = {i % 7}")
+        spark.sql(f"DELETE FROM {SCHEMA}.m WHERE k = {i * 3}")
+
+    def refresh_all(first: bool) -> None:
+        for name, sql in VIEWS.items():
+            view = TableName(SCHEMA, name)
+            result = refresh.refresh_view(
+                x, registry, view, sql, "force", False, not first, "", utcnow
+            )
+            assert result.refresh_type == ("COMPLETE" if first else "FAST"), result.reason
+            query = spark.sql(sql)
+            columns = ", ".join(f"`{c}`" for c in query.columns)  # the view adds hidden ones
+            stored = spark.sql(f"SELECT {columns} FROM {view.sql}").collect()
+            assert sorted(stored) == sorted(query.collect()), f"{name} differs from its query"
+
+    # Young snapshots are never expired: with the default MIN_AGE (an hour) every
+    # snapshot this test makes is kept, although expiries run.
+    refresh_all(first=True)
+    for i in range(1, 3):
+        round_of_changes(i)
+        refresh_all(first=False)
+    runs = _snapshots(spark, f"{SCHEMA}_registry.refresh_runs")
+    assert runs == 3, "one refresh_runs commit per refresh, none expired while young"
+
+    # With MIN_AGE zero, expiries keep the last KEEP_LAST, so no table of dbt-fastrefresh
+    # holds more than KEEP_LAST + EVERY snapshots, however many commits it took.
+    monkeypatch.setattr(upkeep, "MIN_AGE", dt.timedelta(0))
+    for i in range(3, 9):
+        round_of_changes(i)
+        refresh_all(first=False)
+    bound = upkeep.KEEP_LAST + upkeep.EVERY
+    counts = {t: _snapshots(spark, t) for t in own}
+    assert all(c <= bound for c in counts.values()), counts
+    commits = spark.sql(f"SELECT count(*) FROM {SCHEMA}_registry.refresh_runs").collect()[0][0]
+    assert commits == 9 > bound, "the refresh_runs rows of every refresh are still there"
+    assert counts[f"{SCHEMA}.mlog__m"] >= 1
+
+
+def test_a_failed_expiry_warns_and_does_not_raise(spark: Any) -> None:
+    x = SparkExecutor(spark)
+    missing = TableName("upkeep_nowhere", "t")
+    assert upkeep.expire(x, missing, utcnow(), 1) is False
