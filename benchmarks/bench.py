@@ -19,9 +19,10 @@ the MERGE's wall time (``floor``). The fast refresh's phases come from the regis
 ``refresh_runs``. After each round every fast and complete view is checked against its
 query recomputed, and a wrong result stops the run.
 
-Sweeps: change fraction at a fixed master size (all scenarios, both log flavours), and
-master size at a fixed change count (the aggregate scenario, both write modes, both
-localities). ``--quick`` shrinks both, and leaves out the shared scenario, to finish in
+Sweeps: change fraction at a fixed master size (all scenarios, both log flavours), master
+size at a fixed change count (the aggregate scenario, both write modes, both localities),
+and dimension changes (a fraction of the customers change region; the two join scenarios,
+timestamp log). ``--quick`` shrinks them, and leaves out the shared scenario, to finish in
 a few minutes.
 
 Usage: .venv/bin/python benchmarks/bench.py [--quick] [--out DIR]
@@ -72,6 +73,7 @@ class Plan:
     localities: tuple[str, ...] = ("recent", "scattered")
     flavours: tuple[str, ...] = ("timestamp", "commit_scn")
     scenarios: tuple[str, ...] = FRACTION_SCENARIOS  # of the fraction sweep
+    dimension_fractions: tuple[float, ...] = (0.001, 0.01, 0.1)  # of the customers
 
 
 FULL = Plan(1_000_000, (0.0001, 0.001, 0.01, 0.1), (1_000_000, 3_000_000, 10_000_000), 10_000, 1)
@@ -80,7 +82,10 @@ FULL = Plan(1_000_000, (0.0001, 0.001, 0.01, 0.1), (1_000_000, 3_000_000, 10_000
 QUICK = Plan(
     100_000, (0.01,), (100_000, 300_000), 1_000, 1, modes=("copy-on-write",),
     scenarios=tuple(s for s in FRACTION_SCENARIOS if s != "shared"),
+    dimension_fractions=(0.01,),
 )  # fmt: skip
+# The scenarios a dimension change reaches (the others read only orders).
+DIMENSION_SCENARIOS = ("join", "join_aggregate")
 
 
 # -- the dbt project ------------------------------------------------------------------------
@@ -368,6 +373,26 @@ def size_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]])
                     rows_out.extend(run_round(spark, dbt, views, context, repeat))
 
 
+def dimension_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
+    """Customers change region; the join views join their orders again."""
+    views = workload.views(list(DIMENSION_SCENARIOS))
+    rows = plan.fraction_rows
+    customers, _ = workload.dimension_sizes(rows)
+    print(f"dimension sweep: {rows:,} orders, {customers:,} customers, timestamp log", flush=True)
+    setup_round(spark, dbt, rows, "copy-on-write", "timestamp", views)
+    for round_no, fraction in enumerate(plan.dimension_fractions, start=1):
+        for repeat in range(plan.repeats):
+            count = workload.apply_dimension_changes(
+                spark, max(1, round(customers * fraction)), 17, 100 * round_no + repeat
+            )
+            print(f" {fraction:.2%} of customers = {count:,} changes", flush=True)
+            context = {
+                "sweep": "dimension", "rows": rows, "mode": "copy-on-write", "locality": "",
+                "flavour": "timestamp", "fraction": fraction, "changes": count,
+            }  # fmt: skip
+            rows_out.extend(run_round(spark, dbt, views, context, repeat))
+
+
 def machine() -> str:
     cpus = os.cpu_count()
     memory = ""
@@ -397,7 +422,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
     parser.add_argument("--out", type=Path, default=None, help="results folder")
-    parser.add_argument("--sweeps", default="fraction,size", help="comma-separated: fraction, size")
+    parser.add_argument(
+        "--sweeps", default="fraction,size,dimension",
+        help="comma-separated: fraction, size, dimension",
+    )  # fmt: skip
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
     out = args.out or HERE / "results" / ("quick" if args.quick else "full")
@@ -418,6 +446,8 @@ def main() -> None:
             fraction_sweep(spark, dbt, plan, rows_out)
         if "size" in sweeps:
             size_sweep(spark, dbt, plan, rows_out)
+        if "dimension" in sweeps:
+            dimension_sweep(spark, dbt, plan, rows_out)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "bench.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)

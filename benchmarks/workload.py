@@ -13,6 +13,9 @@ nothing large passes through Python.
   25% inserts of new orders, written as three commits (MERGE, DELETE, INSERT) like a
   nightly load. ``locality``: ``recent`` picks rows among the newest (the tail of the
   table, where real facts change), ``scattered`` picks them uniformly.
+- A dimension batch (``apply_dimension_changes``): ``count`` customers, picked uniformly,
+  move to the next region, in one commit. Every order of those customers changes in the
+  join views, and their region's totals in the aggregate over the join.
 """
 
 from __future__ import annotations
@@ -235,3 +238,17 @@ def apply_changes(
         f"amount, discount, status, {ts} FROM ({select})"
     )
     return Batch(n_update, n_key, n_delete, n_insert, 3)
+
+
+def apply_dimension_changes(spark: Any, count: int, seed: int, round_no: int) -> int:
+    """Move ``count`` customers to the next region (one UPDATE); returns the count."""
+    spark.sql(
+        f"SELECT customer_id FROM (SELECT customer_id, hash(customer_id, {seed}, {round_no}) "
+        f"AS h FROM {CUSTOMERS}) ORDER BY h LIMIT {count}"
+    ).createOrReplaceTempView("bench_picked_customers")
+    spark.sql(
+        f"UPDATE {CUSTOMERS} SET region = CASE region WHEN 'north' THEN 'south' "
+        "WHEN 'south' THEN 'east' WHEN 'east' THEN 'west' ELSE 'north' END "
+        "WHERE customer_id IN (SELECT customer_id FROM bench_picked_customers)"
+    )
+    return count
