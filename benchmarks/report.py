@@ -58,6 +58,22 @@ def _wrong(rows: list[dict[str, Any]]) -> str:
     return str(max(wrong)) if wrong else ""
 
 
+def _changes(g: list[dict[str, Any]]) -> str:
+    return f"{int(_median(r['changes'] for r in g) or 0):,}"
+
+
+def _incremental(g: list[dict[str, Any]]) -> str:
+    return f"{_s(_method(g, 'incremental'))} ({_wrong(g)})"
+
+
+def _versus(g: list[dict[str, Any]], *, floor_ratio: bool = True) -> str:
+    """The complete, dbt incremental and floor cells, then complete / fast (and fast /
+    floor), shared by the sweeps' tables."""
+    fast, complete, floor = _method(g, "fast"), _method(g, "complete"), _method(g, "floor")
+    cells = [_s(complete), _incremental(g), _s(floor), _x(complete, fast)]
+    return " | ".join(cells + ([_x(fast, floor)] if floor_ratio else []))
+
+
 def fraction_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| log flavour | scenario | changed | changes | fast | complete | dbt incremental "
@@ -68,13 +84,9 @@ def fraction_table(rows: list[dict[str, Any]]) -> list[str]:
     for (flavour, scenario, fraction), g in sorted(
         _group(data, "flavour", "scenario", "fraction").items()
     ):
-        fast, complete = _method(g, "fast"), _method(g, "complete")
-        incremental, floor = _method(g, "incremental"), _method(g, "floor")
         lines.append(
             f"| {flavour} | {scenario} ({g[0]['views']} view{'s' if g[0]['views'] > 1 else ''}) "
-            f"| {fraction:.2%} | {int(_median(r['changes'] for r in g) or 0):,} | {_s(fast)} "
-            f"| {_s(complete)} | {_s(incremental)} ({_wrong(g)}) | {_s(floor)} "
-            f"| {_x(complete, fast)} | {_x(fast, floor)} |"
+            f"| {fraction:.2%} | {_changes(g)} | {_s(_method(g, 'fast'))} | {_versus(g)} |"
         )
     return lines
 
@@ -90,12 +102,9 @@ def size_table(rows: list[dict[str, Any]]) -> list[str]:
     for (mode, locality, size), g in sorted(_group(data, "mode", "locality", "rows").items()):
         fast, capture = _method(g, "fast"), _method(g, "fast", "capture")
         without = None if fast is None or capture is None else fast - capture
-        complete = _method(g, "complete")
         lines.append(
-            f"| {mode} | {locality} | {size:,} | {int(_median(r['changes'] for r in g) or 0):,} "
-            f"| {_s(fast)} | {_s(capture)} | {_s(without)} | {_s(complete)} "
-            f"| {_s(_method(g, 'incremental'))} ({_wrong(g)}) | {_s(_method(g, 'floor'))} "
-            f"| {_x(complete, fast)} |"
+            f"| {mode} | {locality} | {size:,} | {_changes(g)} | {_s(fast)} | {_s(capture)} "
+            f"| {_s(without)} | {_versus(g, floor_ratio=False)} |"
         )
     return lines
 
@@ -108,14 +117,11 @@ def dimension_table(rows: list[dict[str, Any]]) -> list[str]:
     ]
     data = [r for r in rows if r["sweep"] == "dimension"]
     for (scenario, fraction), g in sorted(_group(data, "scenario", "fraction").items()):
-        fast, complete = _method(g, "fast"), _method(g, "complete")
-        floor = _method(g, "floor")
         log_rows = _method(g, "fast", "log_rows")
         lines.append(
-            f"| {scenario} | {fraction:.2%} | {int(_median(r['changes'] for r in g) or 0):,} "
-            f"| {'' if log_rows is None else f'{int(log_rows):,}'} | {_s(fast)} | {_s(complete)} "
-            f"| {_s(_method(g, 'incremental'))} ({_wrong(g)}) | {_s(floor)} "
-            f"| {_x(complete, fast)} | {_x(fast, floor)} |"
+            f"| {scenario} | {fraction:.2%} | {_changes(g)} "
+            f"| {'' if log_rows is None else f'{int(log_rows):,}'} | {_s(_method(g, 'fast'))} "
+            f"| {_versus(g)} |"
         )
     return lines if data else []
 

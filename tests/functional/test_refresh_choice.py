@@ -13,6 +13,7 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import SparkExecutor
 from dbt.adapters.fastrefresh.registry import Registry
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import keyed_master_with_log
 
 ROWS = refresh.CHEAP_RANGE  # updating every row logs 2 * ROWS rows: 200% of the master
 
@@ -20,14 +21,7 @@ ROWS = refresh.CHEAP_RANGE  # updating every row logs 2 * ROWS rows: 200% of the
 @pytest.mark.parametrize("method", ["force", "fast"])
 def test_large_log_range_refreshes_completely_under_force(spark, method: str) -> None:  # type: ignore[no-untyped-def]
     schema = f"choice_{method}"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
-    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
-    spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 10 AS INT), 1 FROM range({ROWS})")
-    x = SparkExecutor(spark)
-    registry = Registry(x, f"{schema}_registry")
-    registry.ensure()
-    logs.create_mview_log(x, registry, f"{schema}.m", None, False, None, utcnow)
+    x, registry = keyed_master_with_log(spark, schema, rows=ROWS, groups=10)
     view, sql = TableName(schema, "v"), f"SELECT g, sum(x) AS sx FROM {schema}.m GROUP BY g"
 
     def run(exists: bool) -> refresh.RefreshResult:

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import logs, refresh, upkeep
+from dbt.adapters.fastrefresh import refresh, upkeep
 from dbt.adapters.fastrefresh.clock import utcnow
 from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import TABLES, Registry
+from dbt.adapters.fastrefresh.registry import TABLES
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import keyed_master_with_log
 
 SCHEMA = "upkeep"
 VIEWS = {"by_g": f"SELECT g, count(*) AS n, sum(x) AS sx FROM {SCHEMA}.m GROUP BY g"}
@@ -29,14 +30,7 @@ def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
     monkeypatch.setattr(upkeep, "EVERY", 3)
     monkeypatch.setattr(upkeep, "KEEP_LAST", 1)
     monkeypatch.setattr(upkeep, "_COMMITS", {})
-    spark.sql(f"CREATE SCHEMA {SCHEMA}")
-    spark.sql(f"CREATE TABLE {SCHEMA}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
-    spark.sql(f"ALTER TABLE {SCHEMA}.m SET IDENTIFIER FIELDS k")
-    spark.sql(f"INSERT INTO {SCHEMA}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(50)")
-    x = SparkExecutor(spark)
-    registry = Registry(x, f"{SCHEMA}_registry")
-    registry.ensure()
-    logs.create_mview_log(x, registry, f"{SCHEMA}.m", None, False, None, utcnow)
+    x, registry = keyed_master_with_log(spark, SCHEMA, rows=50, groups=5)
     own = [f"{SCHEMA}_registry.{t}" for t in TABLES] + [f"{SCHEMA}.mlog__m"]
 
     def round_of_changes(i: int) -> None:
