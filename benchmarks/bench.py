@@ -21,11 +21,12 @@ query recomputed, and a wrong result stops the run.
 
 Sweeps: change fraction at a fixed master size (all scenarios, both log flavours), master
 size at a fixed change count (the aggregate scenario, both write modes, both localities),
-and dimension changes (a fraction of the customers change region; the two join scenarios,
-timestamp log). ``--quick`` shrinks them, and leaves out the shared scenario, to finish in
+dimension changes (a fraction of the customers change region; the two join scenarios,
+timestamp log), and the view's write mode (the projection and join views stored
+copy-on-write and merge-on-read, commit-SCN log, capture run first). ``--quick`` shrinks them, and leaves out the shared scenario, to finish in
 a few minutes.
 
-Usage: .venv/bin/python benchmarks/bench.py [--quick] [--out DIR]
+Usage: .venv/bin/python benchmarks/bench.py [--quick] [--out DIR] [--sweeps LIST]
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Plan:
     flavours: tuple[str, ...] = ("timestamp", "commit_scn")
     scenarios: tuple[str, ...] = FRACTION_SCENARIOS  # of the fraction sweep
     dimension_fractions: tuple[float, ...] = (0.001, 0.01, 0.1)  # of the customers
+    view_mode_fractions: tuple[float, ...] = (0.001, 0.01, 0.1)
 
 
 FULL = Plan(1_000_000, (0.0001, 0.001, 0.01, 0.1), (1_000_000, 3_000_000, 10_000_000), 10_000, 1)
@@ -82,10 +84,12 @@ FULL = Plan(1_000_000, (0.0001, 0.001, 0.01, 0.1), (1_000_000, 3_000_000, 10_000
 QUICK = Plan(
     100_000, (0.01,), (100_000, 300_000), 1_000, 1, modes=("copy-on-write",),
     scenarios=tuple(s for s in FRACTION_SCENARIOS if s != "shared"),
-    dimension_fractions=(0.01,),
+    dimension_fractions=(0.01,), view_mode_fractions=(0.01,),
 )  # fmt: skip
 # The scenarios a dimension change reaches (the others read only orders).
 DIMENSION_SCENARIOS = ("join", "join_aggregate")
+# The row-level views in both view write modes (workload.MERGE_ON_READ_VIEWS).
+VIEW_MODE_SCENARIOS = ("projection", "projection_mor", "join", "join_mor")
 
 
 # -- the dbt project ------------------------------------------------------------------------
@@ -125,6 +129,13 @@ def incremental_sql(view: View) -> str:
     return body + (f" GROUP BY {group}" if group else "")
 
 
+def _properties(v: View) -> dict[str, str]:
+    """The view table's properties for its write mode (none: the defaults)."""
+    if v.view_mode == "copy-on-write":
+        return {}
+    return {**workload.WRITE_MODES[v.view_mode], "write.merge.distribution-mode": "none"}
+
+
 def write_project(root: Path, state: Path, views: list[View]) -> Path:
     project = root / "bench_project"
     models = project / "models"
@@ -139,12 +150,15 @@ def write_project(root: Path, state: Path, views: list[View]) -> Path:
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO}\n")
     for v in views:
         tags = f"'{v.scenario}'"
+        props = _properties(v)
+        extra = f", tblproperties={props!r}" if props else ""
         (models / f"{v.name}__fast.sql").write_text(
-            f"{{{{ config(materialized='fast_refresh', tags=['fast', {tags}]) }}}}\n{v.sql}\n"
+            f"{{{{ config(materialized='fast_refresh', tags=['fast', {tags}]{extra}) }}}}\n"
+            f"{v.sql}\n"
         )
         (models / f"{v.name}__complete.sql").write_text(
             "{{ config(materialized='fast_refresh', refresh_method='complete', "
-            f"tags=['complete', {tags}]) }}}}\n{v.sql}\n"
+            f"tags=['complete', {tags}]{extra}) }}}}\n{v.sql}\n"
         )
         if v.key:
             keys = ", ".join(f"'{k}'" for k in v.key)
@@ -156,7 +170,7 @@ def write_project(root: Path, state: Path, views: list[View]) -> Path:
         else:  # a global aggregate has no key to merge on: users rebuild it
             config, sql = "materialized='table', file_format='iceberg'", v.sql
         (models / f"{v.name}__incremental.sql").write_text(
-            f"{{{{ config({config}, tags=['incremental', {tags}]) }}}}\n{sql}\n"
+            f"{{{{ config({config}, tags=['incremental', {tags}]{extra}) }}}}\n{sql}\n"
         )
     return project
 
@@ -206,7 +220,13 @@ def wrong_rows(spark: Any, table: str, truth: str) -> int:
 
 
 def floor_init(spark: Any, view: View) -> None:
-    spark.sql(f"CREATE OR REPLACE TABLE {SCHEMA}.floor__{view.name} USING iceberg AS {view.sql}")
+    """The floor's copy of the view, in the view's write mode."""
+    props = ", ".join(f"'{k}'='{v}'" for k, v in _properties(view).items())
+    spark.sql(
+        f"CREATE OR REPLACE TABLE {SCHEMA}.floor__{view.name} USING iceberg "
+        + (f"TBLPROPERTIES ({props}) " if props else "")
+        + f"AS {view.sql}"
+    )
 
 
 def floor_round(spark: Any, view: View) -> float:
@@ -393,6 +413,32 @@ def dimension_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, A
             rows_out.extend(run_round(spark, dbt, views, context, repeat))
 
 
+def view_mode_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
+    """The projection and join views stored copy-on-write and merge-on-read, side by side.
+
+    Each round's capture runs first, untimed (``capture_changes``), and the log is a
+    commit-SCN one (nothing to mark), so no view pays for the others: the modes compare
+    on the same work."""
+    views = workload.views(list(VIEW_MODE_SCENARIOS))
+    rows = plan.fraction_rows
+    print(f"view write mode sweep: {rows:,} rows, copy-on-write master, commit_scn log", flush=True)
+    setup_round(spark, dbt, rows, "copy-on-write", "commit_scn", views)
+    for round_no, fraction in enumerate(plan.view_mode_fractions, start=1):
+        for repeat in range(plan.repeats):
+            count = max(1, round(rows * fraction))
+            batch = workload.apply_changes(
+                spark, count, "recent", 19, 100 * round_no + repeat, rows
+            )
+            dbt.invoke(["run-operation", "fast_refresh.capture_changes"])
+            print(f" {fraction:.2%} = {batch.rows:,} changes", flush=True)
+            context = {
+                "sweep": "view_mode", "rows": rows, "mode": "copy-on-write",
+                "locality": "recent", "flavour": "commit_scn", "fraction": fraction,
+                "changes": batch.rows,
+            }  # fmt: skip
+            rows_out.extend(run_round(spark, dbt, views, context, repeat))
+
+
 def machine() -> str:
     cpus = os.cpu_count()
     memory = ""
@@ -423,8 +469,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     parser.add_argument(
-        "--sweeps", default="fraction,size,dimension",
-        help="comma-separated: fraction, size, dimension",
+        "--sweeps", default="fraction,size,dimension,view_mode",
+        help="comma-separated: fraction, size, dimension, view_mode",
     )  # fmt: skip
     args = parser.parse_args()
     plan = QUICK if args.quick else FULL
@@ -439,7 +485,8 @@ def main() -> None:
     started = time.perf_counter()
     rows_out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        project = write_project(Path(tmp), state, workload.views(list(FRACTION_SCENARIOS)))
+        scenarios = sorted({*FRACTION_SCENARIOS, *VIEW_MODE_SCENARIOS})
+        project = write_project(Path(tmp), state, workload.views(scenarios))
         dbt = Dbt(project)
         sweeps = args.sweeps.split(",")
         if "fraction" in sweeps:
@@ -448,6 +495,8 @@ def main() -> None:
             size_sweep(spark, dbt, plan, rows_out)
         if "dimension" in sweeps:
             dimension_sweep(spark, dbt, plan, rows_out)
+        if "view_mode" in sweeps:
+            view_mode_sweep(spark, dbt, plan, rows_out)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "bench.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)

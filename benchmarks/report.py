@@ -88,7 +88,7 @@ def fraction_table(rows: list[dict[str, Any]]) -> list[str]:
             f"| {flavour} | {scenario} ({g[0]['views']} view{'s' if g[0]['views'] > 1 else ''}) "
             f"| {fraction:.2%} | {_changes(g)} | {_s(_method(g, 'fast'))} | {_versus(g)} |"
         )
-    return lines
+    return lines if data else []
 
 
 def size_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -106,7 +106,7 @@ def size_table(rows: list[dict[str, Any]]) -> list[str]:
             f"| {mode} | {locality} | {size:,} | {_changes(g)} | {_s(fast)} | {_s(capture)} "
             f"| {_s(without)} | {_versus(g, floor_ratio=False)} |"
         )
-    return lines
+    return lines if data else []
 
 
 def dimension_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -122,6 +122,23 @@ def dimension_table(rows: list[dict[str, Any]]) -> list[str]:
             f"| {scenario} | {fraction:.2%} | {_changes(g)} "
             f"| {'' if log_rows is None else f'{int(log_rows):,}'} | {_s(_method(g, 'fast'))} "
             f"| {_versus(g)} |"
+        )
+    return lines if data else []
+
+
+def view_mode_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| view | view write mode | changed | changes | fast | of which apply | complete "
+        "| dbt incremental (wrong rows) | floor | complete / fast | fast / floor |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    data = [r for r in rows if r["sweep"] == "view_mode"]
+    for (scenario, fraction), g in sorted(_group(data, "scenario", "fraction").items()):
+        mode = "merge-on-read" if scenario.endswith("_mor") else "copy-on-write"
+        lines.append(
+            f"| {scenario.removesuffix('_mor')} | {mode} "
+            f"| {fraction:.2%} | {_changes(g)} | {_s(_method(g, 'fast'))} "
+            f"| {_s(_method(g, 'fast', 'apply'))} | {_versus(g)} |"
         )
     return lines if data else []
 
@@ -182,7 +199,7 @@ def phase_table(rows: list[dict[str, Any]]) -> list[str]:
             + " | ".join(_s(_median(r[p] for r in g)) for p in PHASES)
             + " |"
         )
-    return lines
+    return lines if data else []
 
 
 def _log_axes(ax: Any, xlabel: str, title: str) -> None:
@@ -267,6 +284,18 @@ def plots(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
     return written
 
 
+def _section(title: str, preface: str, table: list[str]) -> list[str]:
+    """A titled table with its preface, or nothing when the table has no rows."""
+    if not table:
+        return []
+    return [
+        *([f"## {title}", ""] if title else []),
+        *([preface, ""] if preface else []),
+        *table,
+        "",
+    ]
+
+
 def write(folder: Path, machine: str, minutes: float | None = None) -> None:
     rows = _load(folder)
     images = plots(folder, rows)
@@ -297,44 +326,40 @@ def write(folder: Path, machine: str, minutes: float | None = None) -> None:
         "so there the join scenarios measure a fact's changes joined with a static "
         "dimension; the dimension sweep changes only `customers` (a fraction of them move "
         "to another region, one UPDATE), and every order of a changed customer is joined "
-        "again. Every round also checks each fast and complete view against its query.",
+        "again. The view write mode sweep stores the `projection` and `join` views "
+        "merge-on-read too (`projection_mor`, `join_mor`). Every round also checks each fast "
+        "and complete view against its query.",
         "",
-        "## Refresh time vs change fraction",
-        "",
-        *fraction_table(rows),
-        "",
-        "## Refresh time vs master size (fixed change count)",
-        "",
-        *size_table(rows),
-        "",
-        "Growth from the smallest to the largest master:",
-        "",
-        *growth_table(rows),
-        "",
-        *(
-            [
-                "## Refresh time vs dimension changes (orders unchanged)",
-                "",
-                "The dbt incremental model selects changed orders by their `updated_at`; "
-                "it cannot see a customer's change, so it changes nothing: its wrong rows are "
-                "the changed customers' orders (or their regions' totals) twice over, the "
-                "stale row it keeps and the right row it lacks.",
-                "",
-                *dimension_table(rows),
-                "",
-            ]
-            if dimension_table(rows)
-            else []
+        *_section("Refresh time vs change fraction", "", fraction_table(rows)),
+        *_section("Refresh time vs master size (fixed change count)", "", size_table(rows)),
+        *_section("", "Growth from the smallest to the largest master:", growth_table(rows)),
+        *_section(
+            "Refresh time vs dimension changes (orders unchanged)",
+            "The dbt incremental model selects changed orders by their `updated_at`; it "
+            "cannot see a customer's change, so it changes nothing: its wrong rows are the "
+            "changed customers' orders (or their regions' totals) twice over, the stale row "
+            "it keeps and the right row it lacks.",
+            dimension_table(rows),
         ),
-        "## Fast refresh phases (seconds, timestamp log, copy-on-write, recent changes)",
-        "",
-        "capture: the master's new commits into the log; setup: registry reads, the "
-        "refresh time, marking; apply: the delta computed and applied by one MERGE; "
-        "wrap_up: the view's claim on the log recorded, purge; record: the view's registry "
-        "row; analyze: parsing the query, reading the masters' columns.",
-        "",
-        *phase_table(rows),
-        "",
+        *_section(
+            "Refresh time by the view's write mode",
+            "The projection and join views (most of the master's rows each), stored "
+            "copy-on-write (the default) and merge-on-read (`tblproperties` "
+            "`write.merge.mode`, `write.update.mode`, `write.delete.mode`), with the floor "
+            "and the dbt incremental model in the same mode (commit-SCN log; each round's capture "
+            "runs first, untimed, so no view pays it). A merge-on-read MERGE writes "
+            "delete files instead of rewriting each data file a changed row is in; readers "
+            "merge them until the view is compacted or rebuilt.",
+            view_mode_table(rows),
+        ),
+        *_section(
+            "Fast refresh phases (seconds, timestamp log, copy-on-write, recent changes)",
+            "capture: the master's new commits into the log; setup: registry reads, the "
+            "refresh time, marking; apply: the delta computed and applied by one MERGE; "
+            "wrap_up: the view's claim on the log recorded, purge; record: the view's "
+            "registry row; analyze: parsing the query, reading the masters' columns.",
+            phase_table(rows),
+        ),
         *(f"![{name}]({name})" for name in images),
         "",
     ]

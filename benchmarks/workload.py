@@ -45,6 +45,8 @@ class View:
     scenario: str
     sql: str
     key: tuple[str, ...]
+    # The view table's own write mode (WRITE_MODES): how its MERGEs change it.
+    view_mode: str = "copy-on-write"
 
 
 ORDERS = f"{SCHEMA}.orders"
@@ -117,8 +119,17 @@ SHARED: tuple[View, ...] = (
 )  # fmt: skip
 
 
+# The row-level views again, stored merge-on-read (scenarios "projection_mor", "join_mor"):
+# their MERGEs write delete files instead of rewriting the data files the changed rows are in.
+MERGE_ON_READ_VIEWS: tuple[View, ...] = tuple(
+    View(f"{v.name}_mor", f"{v.scenario}_mor", v.sql, v.key, "merge-on-read")
+    for v in VIEWS
+    if v.scenario in ("projection", "join")
+)
+
+
 def views(scenarios: list[str]) -> list[View]:
-    return [v for v in (*VIEWS, *SHARED) if v.scenario in scenarios]
+    return [v for v in (*VIEWS, *SHARED, *MERGE_ON_READ_VIEWS) if v.scenario in scenarios]
 
 
 def dimension_sizes(rows: int) -> tuple[int, int]:
