@@ -12,7 +12,8 @@
 Crash safety: the registry remembers the view table's Iceberg snapshot after each
 refresh. A refresh that died after changing the view but before its wrap-up left a
 different snapshot, and the next refresh rebuilds the view completely instead of
-applying a change twice.
+applying a change twice. Commits that only rewrote the view's files (compaction) do not
+count: they change no row.
 """
 
 from __future__ import annotations
@@ -141,6 +142,23 @@ def decide(
     return None, True
 
 
+def _only_rewritten(
+    x: Executor, view: TableName, recorded: int | None, current: int | None
+) -> bool:
+    """Whether every commit of the view since the refresh that left it at ``recorded``
+    only rewrote files: Iceberg's ``replace`` (``rewrite_data_files``,
+    ``rewrite_position_delete_files``, ``rewrite_manifests``), which changes no row. Such
+    a view still holds what that refresh wrote, and can refresh fast."""
+    if recorded is None or current is None or recorded == current:
+        return False
+    chain = mt.chain_after(mt.snapshots(x, view), current, recorded)
+    return (
+        chain.gap is None
+        and bool(chain.snapshots)
+        and all(s.operation == "replace" for s in chain.snapshots)
+    )
+
+
 def _fix_for(reason: str, masters: list[MasterState]) -> str:
     if "has no materialized view log" in reason:
         missing = next((m.name for m in masters if m.log is None), "")
@@ -193,6 +211,8 @@ def refresh_view(
     row = registry.mview(view)
     columns_hash = schema_hash(masters)
     view_snapshot = mt.current_snapshot(x, view, refresh=False) if exists else None
+    if row is not None and _only_rewritten(x, view, row.view_snapshot, view_snapshot):
+        view_snapshot = row.view_snapshot  # compacted since: the same rows
     reason, expected = decide(
         method, full_refresh, exists, plan, row, masters, columns_hash, view_snapshot
     )
