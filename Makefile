@@ -45,8 +45,8 @@ test-all: check-java $(STAMP)
 	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
-# (38 minutes on 2 cores, measured 2026-11-22)
-# or benchmarks/results/quick (about 4.5 minutes: no shared scenario, small masters).
+# (50 minutes on 2 cores, measured 2026-11-23)
+# or benchmarks/results/quick (about 7 minutes: no shared scenario, small masters).
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
