@@ -23,8 +23,8 @@ Sweeps: change fraction at a fixed master size (all scenarios, both log flavours
 size at a fixed change count (the aggregate scenario, both write modes, both localities),
 dimension changes (a fraction of the customers change region; the two join scenarios,
 timestamp log), and the view's write mode (the projection and join views stored
-copy-on-write and merge-on-read, commit-SCN log, capture run first). ``--quick`` shrinks them, and leaves out the shared scenario, to finish in
-a few minutes.
+copy-on-write and merge-on-read, commit-SCN log, capture run first). ``--quick`` shrinks
+them, and leaves out the shared scenario, to finish in about seven minutes.
 
 Usage: .venv/bin/python benchmarks/bench.py [--quick] [--out DIR] [--sweeps LIST]
 """
@@ -90,6 +90,7 @@ QUICK = Plan(
 DIMENSION_SCENARIOS = ("join", "join_aggregate")
 # The row-level views in both view write modes (workload.MERGE_ON_READ_VIEWS).
 VIEW_MODE_SCENARIOS = ("projection", "projection_mor", "join", "join_mor")
+SWEEPS = ("fraction", "size", "dimension", "view_mode")
 
 
 # -- the dbt project ------------------------------------------------------------------------
@@ -469,10 +470,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     parser.add_argument(
-        "--sweeps", default="fraction,size,dimension,view_mode",
-        help="comma-separated: fraction, size, dimension, view_mode",
+        "--sweeps", default=",".join(SWEEPS), help=f"comma-separated: {', '.join(SWEEPS)}",
     )  # fmt: skip
     args = parser.parse_args()
+    sweeps = args.sweeps.split(",")
+    unknown = sorted(set(sweeps) - set(SWEEPS))
+    if unknown:
+        parser.error(f"unknown sweep(s) {', '.join(unknown)}; choose from {', '.join(SWEEPS)}")
     plan = QUICK if args.quick else FULL
     out = args.out or HERE / "results" / ("quick" if args.quick else "full")
 
@@ -488,7 +492,6 @@ def main() -> None:
         scenarios = sorted({*FRACTION_SCENARIOS, *VIEW_MODE_SCENARIOS})
         project = write_project(Path(tmp), state, workload.views(scenarios))
         dbt = Dbt(project)
-        sweeps = args.sweeps.split(",")
         if "fraction" in sweeps:
             fraction_sweep(spark, dbt, plan, rows_out)
         if "size" in sweeps:
