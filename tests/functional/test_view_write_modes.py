@@ -8,9 +8,8 @@ import random
 from typing import Any
 
 from dbt.adapters.fastrefresh import refresh
-from dbt.adapters.fastrefresh.clock import utcnow
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import keyed_master_with_log
+from tests.functional.sites import keyed_master_with_log, refresh_and_check
 
 SCHEMA = "viewmodes"
 MERGE_ON_READ = (
@@ -45,17 +44,11 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
         """Refresh both views, expecting refresh type ``expect`` (``rows_v`` for that one)."""
         results = {}
         for name, sql in VIEWS.items():
-            result = refresh.refresh_view(
-                x, registry, TableName(SCHEMA, name), sql, "force", False, not first,
-                MERGE_ON_READ, utcnow,
+            results[name] = refresh_and_check(
+                spark, x, registry, TableName(SCHEMA, name), sql, exists=not first,
+                expect=rows_v if name == "rows_v" and rows_v else expect,
+                table_options=MERGE_ON_READ,
             )  # fmt: skip
-            wanted = rows_v if name == "rows_v" and rows_v else expect
-            assert result.refresh_type == wanted, (name, result.reason)
-            query = spark.sql(sql)
-            columns = ", ".join(f"`{c}`" for c in query.columns)
-            stored = spark.sql(f"SELECT {columns} FROM {SCHEMA}.{name}").collect()
-            assert sorted(stored) == sorted(query.collect()), f"{name} differs from its query"
-            results[name] = result
         return results
 
     def change() -> None:
@@ -67,7 +60,7 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
         spark.sql(
             f"UPDATE {SCHEMA}.m SET g = {rng.randrange(7)} WHERE k % 17 = {rng.randrange(17)}"
         )
-        spark.sql(f"DELETE FROM {SCHEMA}.m WHERE k % 23 = {rng.randrange(23)}")  # fmt: skip
+        spark.sql(f"DELETE FROM {SCHEMA}.m WHERE k % 23 = {rng.randrange(23)}")
 
     refresh_all(first=True, expect="COMPLETE")
     for _ in range(3):
