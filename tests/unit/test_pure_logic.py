@@ -8,7 +8,7 @@ import pytest
 
 from dbt.adapters.fastrefresh import changevector as cv
 from dbt.adapters.fastrefresh.admin import doomed_views
-from dbt.adapters.fastrefresh.capture import Bounds, DataFile, prune_predicate
+from dbt.adapters.fastrefresh.capture import MAX_PRUNE_FILES, Bounds, DataFile, prune_predicate
 from dbt.adapters.fastrefresh.logsite import refresh_time, usability_problem
 from dbt.adapters.fastrefresh.master import Snapshot, chain_after
 from dbt.adapters.fastrefresh.registry import LogInfo, LogUser
@@ -55,7 +55,24 @@ def test_prune_predicate_covers_each_file_and_keeps_nulls() -> None:
 
 def test_prune_predicate_collapses_many_files_to_an_envelope() -> None:
     files = [DataFile(str(i), (bounds(str(i), str(i + 5)),)) for i in range(100)]
-    assert prune_predicate(files) == "((`k` BETWEEN CAST('0' AS bigint) AND CAST('104' AS bigint)))"
+    envelope = "((`k` BETWEEN CAST('0' AS bigint) AND CAST('104' AS bigint)))"
+    assert prune_predicate(files) == envelope
+    assert prune_predicate(files, table_files=1_000) == envelope
+    assert prune_predicate(files[:MAX_PRUNE_FILES]).count(" OR ") == MAX_PRUNE_FILES - 1
+    assert prune_predicate(files[: MAX_PRUNE_FILES + 1]) == (
+        "((`k` BETWEEN CAST('0' AS bigint) AND CAST('13' AS bigint)))"
+    )
+
+
+def test_prune_predicate_is_dropped_when_the_files_are_half_the_table() -> None:
+    # Spark evaluates the predicate on every row it reads; pruning a table whose files
+    # are half touched could spare at most half the scan.
+    files = [DataFile(str(i), (bounds(str(10 * i), str(10 * i + 9)),)) for i in range(3)]
+    assert prune_predicate(files, table_files=6) == "TRUE"
+    assert prune_predicate(files, table_files=3) == "TRUE"
+    per_file = prune_predicate(files, table_files=7)
+    assert per_file == prune_predicate(files) and per_file.count(" OR ") == 2
+    assert prune_predicate([], table_files=1) == "FALSE"
 
 
 def test_chain_after_finds_the_new_commits_or_the_gap() -> None:

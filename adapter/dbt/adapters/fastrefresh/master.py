@@ -35,6 +35,7 @@ class Snapshot:
     parent_id: int | None
     operation: str
     committed_at: dt.datetime
+    data_files: int | None = None  # live data files (the summary's total-data-files)
 
 
 def table_exists(x: Executor, table: TableName) -> bool:
@@ -124,9 +125,15 @@ def record_count(x: Executor, table: TableName, snapshot: int) -> int | None:
 
 def snapshots(x: Executor, table: TableName) -> dict[int, Snapshot]:
     rows = x.query(
-        f"SELECT snapshot_id, parent_id, operation, committed_at FROM {table.metadata('snapshots')}"
+        "SELECT snapshot_id, parent_id, operation, committed_at, summary['total-data-files'] "
+        f"FROM {table.metadata('snapshots')}"
     )
-    return {int(r[0]): Snapshot(int(r[0]), r[1], str(r[2]), r[3]) for r in rows}
+    return {
+        int(r[0]): Snapshot(
+            int(r[0]), r[1], str(r[2]), r[3], int(r[4]) if str(r[4]).isdigit() else None
+        )
+        for r in rows
+    }
 
 
 @dataclass(frozen=True)
