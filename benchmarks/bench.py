@@ -348,17 +348,29 @@ def setup_round(
         floor_init(spark, v)
 
 
+_warmed = False
+
+
+def warm_up(spark: Any, dbt: Dbt, views: list[View], rows: int) -> None:
+    """One untimed round, the first time a sweep calls it in this process: the JVM
+    compiles the statements' code paths once, so the first recorded point is not slower
+    for it than the others (whichever sweeps ``--sweeps`` runs)."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    print(" warm-up round (not recorded)", flush=True)
+    workload.apply_changes(spark, max(1, rows // 1000), "recent", 11, 99, rows)
+    run_round(spark, dbt, views, {}, 0)
+
+
 def fraction_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
     views = workload.views(list(plan.scenarios))
     rows = plan.fraction_rows
     for flavour in plan.flavours:
         print(f"fraction sweep: {rows:,} rows, copy-on-write, {flavour} log", flush=True)
         setup_round(spark, dbt, rows, "copy-on-write", flavour, views)
-        if flavour == plan.flavours[0]:
-            # One untimed round first: the JVM compiles the statements' code paths once.
-            print(" warm-up round (not recorded)", flush=True)
-            workload.apply_changes(spark, max(1, rows // 1000), "recent", 11, 99, rows)
-            run_round(spark, dbt, views, {}, 0)
+        warm_up(spark, dbt, views, rows)
         for round_no, fraction in enumerate(plan.fractions, start=1):
             for repeat in range(plan.repeats):
                 count = max(1, round(rows * fraction))
@@ -380,6 +392,7 @@ def size_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]])
         for mode in plan.modes:
             print(f"size sweep: {rows:,} rows, {mode}, timestamp log", flush=True)
             setup_round(spark, dbt, rows, mode, "timestamp", views)
+            warm_up(spark, dbt, views, rows)
             for li, locality in enumerate(plan.localities):
                 for repeat in range(plan.repeats):
                     batch = workload.apply_changes(
@@ -401,6 +414,7 @@ def dimension_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, A
     customers, _ = workload.dimension_sizes(rows)
     print(f"dimension sweep: {rows:,} orders, {customers:,} customers, timestamp log", flush=True)
     setup_round(spark, dbt, rows, "copy-on-write", "timestamp", views)
+    warm_up(spark, dbt, views, rows)
     for round_no, fraction in enumerate(plan.dimension_fractions, start=1):
         for repeat in range(plan.repeats):
             count = workload.apply_dimension_changes(
@@ -424,6 +438,7 @@ def view_mode_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, A
     rows = plan.fraction_rows
     print(f"view write mode sweep: {rows:,} rows, copy-on-write master, commit_scn log", flush=True)
     setup_round(spark, dbt, rows, "copy-on-write", "commit_scn", views)
+    warm_up(spark, dbt, views, rows)
     for round_no, fraction in enumerate(plan.view_mode_fractions, start=1):
         for repeat in range(plan.repeats):
             count = max(1, round(rows * fraction))
