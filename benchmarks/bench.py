@@ -364,6 +364,34 @@ def warm_up(spark: Any, dbt: Dbt, views: list[View], rows: int) -> None:
     run_round(spark, dbt, views, {}, 0)
 
 
+def recent_round(
+    spark: Any,
+    dbt: Dbt,
+    views: list[View],
+    sweep: str,
+    flavour: str,
+    rows: int,
+    fraction: float,
+    seed: int,
+    change_round: int,
+    repeat: int,
+    capture_first: bool = False,
+) -> list[dict[str, Any]]:
+    """Change ``fraction`` of the copy-on-write master's newest rows (``seed`` and
+    ``change_round`` pick them), then ``run_round``; ``capture_first``: capture the
+    changes untimed (``capture_changes``) before it."""
+    count = max(1, round(rows * fraction))
+    batch = workload.apply_changes(spark, count, "recent", seed, change_round, rows)
+    if capture_first:
+        dbt.invoke(["run-operation", "fast_refresh.capture_changes"])
+    print(f" {fraction:.2%} = {batch.rows:,} changes", flush=True)
+    context = {
+        "sweep": sweep, "rows": rows, "mode": "copy-on-write", "locality": "recent",
+        "flavour": flavour, "fraction": fraction, "changes": batch.rows,
+    }  # fmt: skip
+    return run_round(spark, dbt, views, context, repeat)
+
+
 def fraction_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
     views = workload.views(list(plan.scenarios))
     rows = plan.fraction_rows
@@ -373,17 +401,10 @@ def fraction_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, An
         warm_up(spark, dbt, views, rows)
         for round_no, fraction in enumerate(plan.fractions, start=1):
             for repeat in range(plan.repeats):
-                count = max(1, round(rows * fraction))
-                batch = workload.apply_changes(
-                    spark, count, "recent", 11, 100 * round_no + repeat, rows
-                )
-                print(f" {fraction:.2%} = {batch.rows:,} changes", flush=True)
-                context = {
-                    "sweep": "fraction", "rows": rows, "mode": "copy-on-write",
-                    "locality": "recent", "flavour": flavour, "fraction": fraction,
-                    "changes": batch.rows,
-                }  # fmt: skip
-                rows_out.extend(run_round(spark, dbt, views, context, repeat))
+                rows_out.extend(
+                    recent_round(spark, dbt, views, "fraction", flavour, rows, fraction, 11,
+                                 100 * round_no + repeat, repeat)
+                )  # fmt: skip
 
 
 def size_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
@@ -441,18 +462,10 @@ def view_mode_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, A
     warm_up(spark, dbt, views, rows)
     for round_no, fraction in enumerate(plan.view_mode_fractions, start=1):
         for repeat in range(plan.repeats):
-            count = max(1, round(rows * fraction))
-            batch = workload.apply_changes(
-                spark, count, "recent", 19, 100 * round_no + repeat, rows
-            )
-            dbt.invoke(["run-operation", "fast_refresh.capture_changes"])
-            print(f" {fraction:.2%} = {batch.rows:,} changes", flush=True)
-            context = {
-                "sweep": "view_mode", "rows": rows, "mode": "copy-on-write",
-                "locality": "recent", "flavour": "commit_scn", "fraction": fraction,
-                "changes": batch.rows,
-            }  # fmt: skip
-            rows_out.extend(run_round(spark, dbt, views, context, repeat))
+            rows_out.extend(
+                recent_round(spark, dbt, views, "view_mode", "commit_scn", rows, fraction, 19,
+                             100 * round_no + repeat, repeat, capture_first=True)
+            )  # fmt: skip
 
 
 def machine() -> str:
