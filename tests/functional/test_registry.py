@@ -11,7 +11,6 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import SparkExecutor
 from dbt.adapters.fastrefresh.registry import (
     TABLES,
-    TUNING_PROPERTIES,
     VERSION_PROPERTY,
     Registry,
 )
@@ -58,7 +57,13 @@ def test_an_earlier_registry_gets_the_missing_properties_and_keeps_its_rows(spar
     registry.ensure()
     for name in TABLES:
         properties = _properties(spark, f"reg_old.{name}")
-        expected = dict(TUNING_PROPERTIES)
+        expected = {  # spelled out: the test must notice a property dropped from the code
+            "write.update.distribution-mode": "none",
+            "write.delete.distribution-mode": "none",
+            "write.merge.distribution-mode": "none",
+            "write.metadata.delete-after-commit.enabled": "true",
+            "write.metadata.previous-versions-max": "10",
+        }
         if name == "mviews":
             expected["write.metadata.previous-versions-max"] = "100"
         assert {k: properties.get(k) for k in expected} == expected, name
@@ -100,3 +105,23 @@ def test_update_rows_sets_each_rows_own_columns_in_one_commit(spark: Any) -> Non
     ]
     after = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
     assert after == snapshots + 1, "one commit for both rows"
+
+
+def test_update_sets_the_picked_rows_and_leaves_the_others(spark: Any) -> None:
+    registry = Registry(SparkExecutor(spark), "reg_update")
+    registry.ensure()
+    registry.insert("mviews", [{"mview": "s.v", "staleness": "FRESH", "view_snapshot": 1}])
+    registry.insert("mviews", [{"mview": "s.w", "staleness": "FRESH", "view_snapshot": 2}])
+    registry.insert("mviews", [{"mview": "s.x", "staleness": None, "view_snapshot": None}])
+    table = "reg_update.mviews"
+    snapshots = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
+    registry.update("mviews", "mview = 's.v' OR mview = 's.x'", {"staleness": "STALE"})
+    registry.update("mviews", "view_snapshot <> 1", {"staleness": "UNUSABLE"})
+    rows = spark.sql(f"SELECT mview, staleness, view_snapshot FROM {table} ORDER BY mview")
+    assert [tuple(r) for r in rows.collect()] == [
+        ("s.v", "STALE", 1),
+        ("s.w", "UNUSABLE", 2),
+        ("s.x", "STALE", None),  # NULL <> 1 is not true: not picked, as by a WHERE
+    ]
+    after = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
+    assert after == snapshots + 2, "one commit per update"

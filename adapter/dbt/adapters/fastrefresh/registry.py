@@ -300,10 +300,28 @@ class Registry:
             upkeep.committed(self.x, self.table(name))
 
     def update(self, name: str, where: str, values: Mapping[str, Any]) -> None:
+        """Set ``values`` in the rows ``where`` picks (see ``_update_table``)."""
         types = dict(TABLES[name])
-        sets = ", ".join(f"{ident(c)} = {_sql_value(v, types[c])}" for c, v in values.items())
+        self._update_table(
+            name,
+            [
+                f"{ident(c)} = CASE WHEN ({where}) THEN {_sql_value(v, types[c])} "
+                f"ELSE {ident(c)} END"
+                for c, v in values.items()
+            ],
+        )
+
+    def _update_table(self, name: str, sets: Sequence[str]) -> None:
+        """One UPDATE of every row, each SET a CASE that keeps the rows not picked.
+
+        No WHERE, on purpose: with one, Spark runs a copy-on-write UPDATE as two jobs, one
+        to find the data files that hold a picked row (runtime group filtering) and one
+        to rewrite them; without, one job rewrites the table. A registry table holds a
+        row per view or log, so that is cheaper (0.21 s against 0.39 s for a 10-file
+        table here), and it leaves the table one file, which its reads find sooner.
+        """
         with locks.holding([self.lock_name(name)]):
-            self.x.execute(f"UPDATE {self.table(name).sql} SET {sets} WHERE {where}")
+            self.x.execute(f"UPDATE {self.table(name).sql} SET {', '.join(sets)}")
             upkeep.committed(self.x, self.table(name))
 
     def update_rows(
@@ -312,7 +330,7 @@ class Registry:
         """Update several rows in one commit. Each of ``rows`` gives the values of the
         ``keys`` that pick its row and of the columns to set there; a column a row does
         not name keeps its value in that row. (An UPDATE with a CASE per column: Iceberg
-        runs it for about two thirds of a MERGE's time.)"""
+        runs it for about two thirds of a MERGE's time; see ``_update_table``.)"""
         if not rows:
             return
         types = dict(TABLES[name])
@@ -320,9 +338,6 @@ class Registry:
             " AND ".join(f"{ident(k)} = {_sql_value(row[k], types[k])}" for k in keys)
             for row in rows
         ]
-        if len(rows) == 1:
-            self.update(name, picks[0], {c: v for c, v in rows[0].items() if c not in keys})
-            return
         named = {c for row in rows for c in row}
         sets = []
         for column, sql_type in TABLES[name]:
@@ -333,10 +348,7 @@ class Registry:
                     if column in row
                 )
                 sets.append(f"{ident(column)} = CASE {cases} ELSE {ident(column)} END")
-        where = " OR ".join(f"({pick})" for pick in picks)
-        with locks.holding([self.lock_name(name)]):
-            self.x.execute(f"UPDATE {self.table(name).sql} SET {', '.join(sets)} WHERE {where}")
-            upkeep.committed(self.x, self.table(name))
+        self._update_table(name, sets)
 
     def delete(self, name: str, where: str) -> None:
         with locks.holding([self.lock_name(name)]):
