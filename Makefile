@@ -11,8 +11,8 @@ PYTEST_ARGS ?=
 .PHONY: demo test test-slow test-all lint format check-java venv clean bench bench-quick
 
 $(STAMP): pyproject.toml requirements/constraints.txt
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 10) else 1)' || \
-	  { echo "error: $(PYTHON) is older than 3.10; dbt-fastrefresh needs Python 3.10-3.12 (3.11 recommended). Fix: make PYTHON=python3.11 ..." >&2; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] < (3, 13) else 1)' || \
+	  { echo "error: dbt-fastrefresh needs Python 3.10-3.12 (3.11 recommended); $(PYTHON) is $$($(PYTHON) -c 'import platform; print("Python", platform.python_version())' 2>/dev/null || echo 'not found'). Fix: make PYTHON=python3.11 ..." >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c requirements/constraints.txt -e '.[dev,bench]'

@@ -8,9 +8,7 @@
 {% endmacro %}
 
 {% macro default__doctor() %}
-  {{ exceptions.raise_compiler_error(
-      "fast_refresh.doctor needs the dbt-fastrefresh adapter (profile type: fastrefresh); "
-      ~ "this profile's type is '" ~ adapter.type() ~ "'.") }}
+  {{ fast_refresh._unsupported('doctor') }}
 {% endmacro %}
 
 {% macro fastrefresh__doctor() %}

@@ -53,6 +53,15 @@ def test_rejects_a_file_that_is_not_a_class() -> None:
         jars.relocate_class(b"PK\x03\x04 not a class")
 
 
+def test_a_damaged_source_jar_is_named_with_the_fix(tmp_path: Path) -> None:
+    damaged = tmp_path / "jackson-core-2.15.2.jar"
+    damaged.write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(jars.JarError, match=r"Cannot relocate .*jackson-core-2\.15\.2\.jar.*Fix: "):
+        jars.build_relocated_jar([damaged], tmp_path / "out.jar")
+    assert not (tmp_path / "out.jar").exists()
+    assert [p.name for p in tmp_path.iterdir()] == [damaged.name], "no temporary jar left"
+
+
 def test_built_jar_from_pysparks_jackson_is_fully_relocated(tmp_path: Path) -> None:
     target = tmp_path / "out.jar"
     jars.build_relocated_jar(jars.find_jackson_jars(), target)

@@ -183,6 +183,21 @@ def test_decide_orders_the_fallback_reasons() -> None:
     assert "has no materialized view log" in str(reason) and expected is False
 
 
+def test_an_unknown_refresh_method_is_refused_before_any_statement() -> None:
+    from dbt.adapters.fastrefresh.errors import FastRefreshError
+    from dbt.adapters.fastrefresh.refresh import refresh_mviews
+
+    class NoStatements:
+        def execute(self, sql: str) -> None:
+            raise AssertionError(f"no statement may run: {sql}")
+
+        def query(self, sql: str) -> list[tuple[object, ...]]:
+            raise AssertionError(f"no statement may run: {sql}")
+
+    with pytest.raises(FastRefreshError, match=r"method must be one of.*got 'fats'.*Fix: "):
+        refresh_mviews(NoStatements(), None, ["s.v"], "fats", lambda: T0)  # type: ignore[arg-type]
+
+
 def test_upkeep_expires_every_nth_commit_of_each_table(monkeypatch: pytest.MonkeyPatch) -> None:
     from dbt.adapters.fastrefresh import upkeep
 

@@ -163,8 +163,9 @@ def purge_log(
         )
     if str(flag).lower() not in ("delete", "nop"):
         raise FastRefreshError(
-            f"purge_log flag must be 'delete' or 'nop', got {flag!r}. 'delete' purges for at "
-            "least one view even when num=0."
+            f"purge_log flag must be 'delete' or 'nop', got {flag!r}. Fix: flag='nop' purges "
+            "for the num least recently refreshed views; flag='delete' for at least one, even "
+            "when num=0."
         )
     registry.ensure()
     with holding_log(registry, master) as log:
@@ -195,8 +196,9 @@ def purge_mview_from_log(
     if not claims:
         where = f" on the log of {master}" if master else " on any log"
         raise FastRefreshError(
-            f"{mview} is not registered{where}, so there is nothing to purge. (A complete "
-            "refresh of the view registers it again.)"
+            f"{mview} is not registered{where}, so there is nothing to purge. Fix: check the "
+            "names (schema.table; the fast_refresh_log_backlog model lists each log's views); "
+            "a view purged before registers again at its next complete refresh."
         )
     messages = []
     for claim in sorted(claims, key=lambda c: str(c.log_table)):

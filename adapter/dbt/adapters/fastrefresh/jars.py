@@ -180,28 +180,38 @@ def build_relocated_jar(sources: list[Path], target: Path) -> None:
         seen: set[str] = set()
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as out:
             for source in sources:
-                with zipfile.ZipFile(source) as jar:
-                    for info in jar.infolist():
-                        if _skip_entry(info.filename):
-                            continue
-                        name = _relocated_entry_name(info.filename)
-                        if name in seen:  # LICENSE/NOTICE repeat across the jars
-                            continue
-                        seen.add(name)
-                        data = jar.read(info)
-                        if name.endswith(".class"):
-                            data = relocate_class(data)
-                        elif name.startswith("META-INF/services/"):
-                            data = data.replace(
-                                _DOTTED, SHADED_PREFIX.replace("/", ".").encode() + _DOTTED
-                            )
-                        # Fixed timestamps make the build reproducible byte for byte.
-                        entry = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-                        entry.compress_type = zipfile.ZIP_DEFLATED
-                        out.writestr(entry, data)
+                try:
+                    _relocate_jar(source, out, seen)
+                except (JarError, zipfile.BadZipFile, struct.error, IndexError) as exc:
+                    raise JarError(
+                        f"Cannot relocate {source}: {exc}. The jar is damaged or not one of "
+                        "pyspark's own. Fix: pip install --force-reinstall 'pyspark==3.5.9'."
+                    ) from exc
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _relocate_jar(source: Path, out: zipfile.ZipFile, seen: set[str]) -> None:
+    """Copy ``source``'s entries into ``out`` with Jackson relocated (``seen``: the names
+    written so far)."""
+    with zipfile.ZipFile(source) as jar:
+        for info in jar.infolist():
+            if _skip_entry(info.filename):
+                continue
+            name = _relocated_entry_name(info.filename)
+            if name in seen:  # LICENSE/NOTICE repeat across the jars
+                continue
+            seen.add(name)
+            data = jar.read(info)
+            if name.endswith(".class"):
+                data = relocate_class(data)
+            elif name.startswith("META-INF/services/"):
+                data = data.replace(_DOTTED, SHADED_PREFIX.replace("/", ".").encode() + _DOTTED)
+            # Fixed timestamps make the build reproducible byte for byte.
+            entry = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            out.writestr(entry, data)
 
 
 def _sha256(path: Path) -> str:

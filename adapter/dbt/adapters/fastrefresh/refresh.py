@@ -568,6 +568,12 @@ def refresh_mviews(
     """DBMS_MVIEW.REFRESH(list, method): refresh registered views from their definitions."""
     from dbt.adapters.fastrefresh.inspection import registered
 
+    if method not in METHODS:
+        raise FastRefreshError(
+            f"refresh_mviews: method must be one of {', '.join(METHODS)} (or Oracle's '?', "
+            f"'f', 'c'), got {method!r}. Fix: method='force' (fast when possible, else "
+            "complete)."
+        )
     registry.ensure()
     results = []
     for name in names:
