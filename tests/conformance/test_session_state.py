@@ -5,7 +5,9 @@ materialization leaves the temporary view ``<model>__dbt_tmp`` in the session, a
 embedded session outlives the dbt invocation. ``SHOW TABLE EXTENDED`` lists temporary views
 (with no schema) in every schema, which crashed a later ``dbt docs generate`` in the same
 process. The adapter now leaves schema-less entries out of a schema's relations; this is
-the regression test, kept apart so the isolation fixture in ``conftest.py`` cannot hide it.
+the regression test. It leaves the temporary view and runs ``dbt docs generate`` within one
+test, so the isolation fixture of ``conftest.py`` (which drops temporary views between test
+classes) cannot hide it.
 """
 
 from __future__ import annotations

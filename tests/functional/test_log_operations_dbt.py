@@ -59,7 +59,7 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
 
         assert "dropped materialized view log" in op("drop_mview_log", master=master)
         output = op_failing("capture_changes", master=master)
-        assert "has no materialized view log (Oracle: ORA-23413)" in output
+        assert "has no materialized view log (Oracle: ORA-23413). Fix: " in output
 
     def test_a_hook_runs_an_operation_and_renders_no_sql(self, ready: Any) -> None:
         schema = ready.test_schema

@@ -65,10 +65,35 @@ def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
     assert all(c <= bound for c in counts.values()), counts
     commits = spark.sql(f"SELECT count(*) FROM {SCHEMA}_registry.refresh_runs").collect()[0][0]
     assert commits == 9 > bound, "the refresh_runs rows of every refresh are still there"
-    assert counts[f"{SCHEMA}.mlog__m"] >= 1
 
 
-def test_a_failed_expiry_warns_and_does_not_raise(spark: Any) -> None:
+def test_an_expiry_keeps_the_young_and_the_last_snapshots(spark: Any) -> None:
+    x = SparkExecutor(spark)
+    table = TableName(f"{SCHEMA}_expiry", "t")
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS {table.schema}")
+    spark.sql(f"CREATE OR REPLACE TABLE {table.sql} (k INT) USING iceberg")
+    for i in range(5):
+        spark.sql(f"INSERT INTO {table.sql} VALUES ({i})")
+    assert _snapshots(spark, table.sql) == 5
+    # Every snapshot is younger than an hour ago: none may go.
+    assert upkeep.expire(x, table, utcnow() - dt.timedelta(hours=1), 2) is False
+    assert _snapshots(spark, table.sql) == 5
+    # All are old enough: all but the last two go, and the rows stay.
+    assert upkeep.expire(x, table, utcnow() + dt.timedelta(seconds=1), 2) is True
+    assert _snapshots(spark, table.sql) == 2
+    assert spark.sql(f"SELECT count(*) FROM {table.sql}").collect()[0][0] == 5
+    # Nothing left to expire beyond the last two.
+    assert upkeep.expire(x, table, utcnow() + dt.timedelta(seconds=1), 2) is False
+
+
+def test_a_failed_expiry_warns_and_does_not_raise(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warnings: list[str] = []
+    monkeypatch.setattr(upkeep.logger, "warning", warnings.append)
     x = SparkExecutor(spark)
     missing = TableName("upkeep_nowhere", "t")
     assert upkeep.expire(x, missing, utcnow(), 1) is False
+    assert len(warnings) == 1
+    assert "could not expire old snapshots of upkeep_nowhere.t" in warnings[0]
+    assert "Fix:" in warnings[0]
