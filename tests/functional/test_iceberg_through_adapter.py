@@ -75,9 +75,14 @@ class TestIcebergThroughAdapter:
             f"'end-snapshot-id', '{snapshots[1]}'), "
             "changelog_view => 'fr_probe_changes', identifier_columns => array('id'))"
         )
-        changes = self.rows(
-            project,
-            "select id, num, _change_type from fr_probe_changes order by _change_type",
-        )
+        try:
+            changes = self.rows(
+                project,
+                "select id, num, _change_type from fr_probe_changes order by _change_type",
+            )
+        finally:
+            # A temporary view outlives the test in the embedded session (and SHOW TABLES
+            # lists it in every schema): drop it.
+            project.run_sql("drop view if exists fr_probe_changes")
         # The first snapshot (the insert) is excluded: the range is (start, end].
         assert changes == [(2, 30, "UPDATE_AFTER"), (2, 3, "UPDATE_BEFORE")]
