@@ -37,6 +37,25 @@ def test_a_table_without_the_version_is_refused_and_nothing_is_created(spark: An
     assert tables == {"mview_logs"}, "no registry table was created beside a foreign one"
 
 
+def test_a_temporary_view_is_not_taken_for_a_table(spark: Any) -> None:
+    """SHOW TABLES lists the session's temporary views in every schema: a view named like
+    a registry table or a master must not pass for it."""
+    from dbt.adapters.fastrefresh import master as mt
+
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW mviews AS SELECT 1 AS x")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW orders_tmp AS SELECT 1 AS x")
+    try:
+        x = SparkExecutor(spark)
+        Registry(x, "reg_temp").ensure()
+        rows = spark.sql("SHOW TABLES IN reg_temp").collect()
+        assert {r[1] for r in rows if not r[2]} == set(TABLES), "every registry table created"
+        assert mt.table_exists(x, TableName("reg_temp", "mviews"))
+        assert not mt.table_exists(x, TableName("reg_temp", "orders_tmp"))
+    finally:
+        spark.sql("DROP VIEW IF EXISTS mviews")
+        spark.sql("DROP VIEW IF EXISTS orders_tmp")
+
+
 def test_a_registry_of_a_newer_release_is_refused(spark: Any) -> None:
     spark.sql("CREATE SCHEMA reg_newer")
     _create(spark, "reg_newer", "mview_logs", f"'{VERSION_PROPERTY}'='99'")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
@@ -40,7 +42,13 @@ class Snapshot:
 
 def table_exists(x: Executor, table: TableName) -> bool:
     rows = x.query(f"SHOW TABLES IN `{table.schema}` LIKE {string(table.table)}")
-    return any(str(r[1]).lower() == table.table for r in rows)
+    # SHOW TABLES lists the session's temporary views in every schema too (isTemporary).
+    return any(str(r[1]).lower() == table.table and not is_temporary_view_row(r) for r in rows)
+
+
+def is_temporary_view_row(row: Sequence[Any]) -> bool:
+    """Whether a SHOW TABLES row (namespace, tableName, isTemporary) is a temporary view."""
+    return len(row) > 2 and str(row[2]).lower() == "true"
 
 
 def describe(x: Executor, table: TableName) -> tuple[list[Column], dict[str, str]]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.fastrefresh import locks, sqltext, upkeep
+from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
@@ -234,6 +235,7 @@ class Registry:
                 existing = {
                     str(row[1]).lower()
                     for row in self.x.query(f"SHOW TABLES IN {ident(self.schema)}")
+                    if not mt.is_temporary_view_row(row)
                 }
                 for name, columns in TABLES.items():
                     if name in existing:
