@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
-from dbt.adapters.fastrefresh.sqltext import TableName, string
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, string
 
 # Types whose Iceberg lower/upper bounds make a usable file-pruning predicate.
 PRUNABLE_TYPES = ("tinyint", "smallint", "int", "bigint", "date", "timestamp", "timestamp_ntz",
@@ -40,15 +38,19 @@ class Snapshot:
     data_files: int | None = None  # live data files (the summary's total-data-files)
 
 
+def table_names(x: Executor, schema: str, like: str | None = None) -> set[str]:
+    """The tables and views of ``schema`` (lowercased; ``like``: a SHOW TABLES pattern).
+
+    Not the session's temporary views, which SHOW TABLES lists in every schema too (its
+    rows are namespace, tableName, isTemporary).
+    """
+    pattern = f" LIKE {string(like)}" if like is not None else ""
+    rows = x.query(f"SHOW TABLES IN {ident(schema)}{pattern}")
+    return {str(r[1]).lower() for r in rows if not (len(r) > 2 and str(r[2]).lower() == "true")}
+
+
 def table_exists(x: Executor, table: TableName) -> bool:
-    rows = x.query(f"SHOW TABLES IN `{table.schema}` LIKE {string(table.table)}")
-    # SHOW TABLES lists the session's temporary views in every schema too (isTemporary).
-    return any(str(r[1]).lower() == table.table and not is_temporary_view_row(r) for r in rows)
-
-
-def is_temporary_view_row(row: Sequence[Any]) -> bool:
-    """Whether a SHOW TABLES row (namespace, tableName, isTemporary) is a temporary view."""
-    return len(row) > 2 and str(row[2]).lower() == "true"
+    return table.table in table_names(x, table.schema, table.table)
 
 
 def describe(x: Executor, table: TableName) -> tuple[list[Column], dict[str, str]]:

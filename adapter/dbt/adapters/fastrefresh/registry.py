@@ -232,11 +232,7 @@ class Registry:
                 return
             with locks.holding(self.lock_name(t) for t in TABLES):
                 self.x.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(self.schema)}")
-                existing = {
-                    str(row[1]).lower()
-                    for row in self.x.query(f"SHOW TABLES IN {ident(self.schema)}")
-                    if not mt.is_temporary_view_row(row)
-                }
+                existing = mt.table_names(self.x, self.schema)
                 for name, columns in TABLES.items():
                     if name in existing:
                         self._check_existing(name)
