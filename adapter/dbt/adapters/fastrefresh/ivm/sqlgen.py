@@ -482,7 +482,9 @@ def join_merge(
     on the pinned snapshots that hold a changed key. Input i's part takes the rows of its
     changed keys (the log's last new images when the log holds what the input reads, else
     the pinned master's rows) and excludes the changed keys of inputs before it, so no row
-    is inserted twice.
+    is inserted twice. When one input changed (one master's changes, the common case), the
+    changed keys themselves are the rows to delete; with several, the view is read to find
+    each such row once (a MERGE may match a target row with one source row only).
     """
     ctes = []
     key_cte: dict[TableName, str] = {}
@@ -534,23 +536,43 @@ def join_merge(
                 join_type="left anti", dialect=DIALECT, copy=False,
             )  # fmt: skip
         parts.append(f"SELECT {casts}, 'I' AS __fr_op FROM ({part.sql(dialect=DIALECT)}) __fr_p")
-    hits = []
-    joins = []
-    for i, inp in changed:
-        hit_on = " AND ".join(
-            f"v.{_q(vc)} = __fr_h{i}.{_q(k)}"
-            for k, vc in zip(inp.key_columns, inp.key_view_columns, strict=True)
+    if len(changed) == 1:
+        # One input changed: its changed keys are the rows to delete, matched on its key
+        # columns in the view, so the view is read only by the MERGE itself.
+        _, inp = changed[0]
+        pairs = dict(zip(inp.key_view_columns, inp.key_columns, strict=True))
+        olds = ", ".join(
+            f"CAST({_q(pairs[c])} AS {types[c]}) AS {_q(c)}"
+            if c in pairs
+            else f"{_null(c, types)} AS {_q(c)}"
+            for c in cols
         )
-        joins.append(f"LEFT JOIN {key_cte[inp.master]} __fr_h{i} ON {hit_on}")
-        hits.append(f"__fr_h{i}.__fr_hit")
-    keyed = set(plan.key_view_columns)
-    olds = ", ".join(f"v.{_q(c)}" if c in keyed else f"{_null(c, types)} AS {_q(c)}" for c in cols)
-    ctes.append(
-        f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {view.sql} v {' '.join(joins)} "
-        f"WHERE {' OR '.join(hits)})"
-    )
+        ctes.append(f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {key_cte[inp.master]})")
+        match = " AND ".join(f"t.{_q(c)} = s.{_q(c)}" for c in pairs)
+    else:
+        # Several inputs changed: a row holding changed keys of two of them must be deleted
+        # once, so the rows to delete are read from the view, each by its whole key.
+        hits = []
+        joins = []
+        for i, inp in changed:
+            hit_on = " AND ".join(
+                f"v.{_q(vc)} = __fr_h{i}.{_q(k)}"
+                for k, vc in zip(inp.key_columns, inp.key_view_columns, strict=True)
+            )
+            joins.append(f"LEFT JOIN {key_cte[inp.master]} __fr_h{i} ON {hit_on}")
+            hits.append(f"__fr_h{i}.__fr_hit")
+        keyed = set(plan.key_view_columns)
+        olds = ", ".join(
+            f"v.{_q(c)}" if c in keyed else f"{_null(c, types)} AS {_q(c)}" for c in cols
+        )
+        ctes.append(
+            f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {view.sql} v {' '.join(joins)} "
+            f"WHERE {' OR '.join(hits)})"
+        )
+        match = " AND ".join(
+            f"t.{_q(c)} <=> s.{_q(c)}" for c in dict.fromkeys(plan.key_view_columns)
+        )
     source = f"WITH {', '.join(ctes)} SELECT * FROM __fr_old UNION ALL " + " UNION ALL ".join(parts)
-    match = " AND ".join(f"t.{_q(c)} <=> s.{_q(c)}" for c in dict.fromkeys(plan.key_view_columns))
     return (
         f"MERGE INTO {view.sql} t USING ({source}) s ON {match} AND s.__fr_op = 'D' "
         "WHEN MATCHED THEN DELETE "
