@@ -192,9 +192,9 @@ def test_tables_of_skips_ctes() -> None:
     ]  # fmt: skip
 
 
-def test_join_delta_reads_a_full_log_not_its_master() -> None:
-    """A table whose log holds what the view reads contributes its log images; a table with
-    a key-only log is read from the master for its changed keys (parsed, not run)."""
+def _join_merge(changed: tuple[TableName, ...]) -> str:
+    """The join view's MERGE with the changes of ``changed`` (orders: a full log;
+    customers: a key-only log)."""
     from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, join_merge
 
     p = plan(
@@ -212,7 +212,14 @@ def test_join_delta_reads_a_full_log_not_its_master() -> None:
     types = {"order_id": "BIGINT", "amount": "DECIMAL(12,2)", "region": "STRING",
              "__fr_j1_customer_id": "BIGINT"}  # fmt: skip
     pins = {M: 11, C: 12}
-    merge = join_merge(p, TableName("shop", "v"), types, {M: orders, C: customers}, pins)
+    sources = {M: orders, C: customers}
+    return join_merge(p, TableName("shop", "v"), types, {m: sources[m] for m in changed}, pins)
+
+
+def test_join_delta_reads_a_full_log_not_its_master() -> None:
+    """A table whose log holds what the view reads contributes its log images; a table with
+    a key-only log is read from the master for its changed keys (parsed, not run)."""
+    merge = _join_merge((M, C))
     # The orders part reads the orders log's images and customers as pinned; the customers
     # part reads orders as pinned (less the changed orders) and the changed customers' rows
     # from the master (its log holds only the key).
@@ -226,3 +233,15 @@ def test_join_delta_reads_a_full_log_not_its_master() -> None:
     assert "LEFT ANTI JOIN __fr_ck1 AS __fr_out0" in customers_part
     assert "__fr_img0" not in merge
     sqlglot.parse_one(merge, read="spark")  # one well-formed statement
+
+
+def test_join_with_one_table_changed_deletes_its_changed_keys_without_reading_the_view() -> None:
+    """Only orders changed: the rows to delete are its changed keys, matched on the view's
+    order_id; the view is read only as the MERGE's target."""
+    merge = _join_merge((M,))
+    source = merge.split(" USING (", 1)[1]
+    assert "`shop`.`v`" not in source and "`shop`.`v`" in merge
+    assert "__fr_old AS (SELECT CAST(`order_id` AS BIGINT) AS `order_id`" in source
+    assert "'D' AS __fr_op FROM __fr_ck1)" in source  # __fr_ck1: the orders' changed keys
+    assert merge.split(") s ON ", 1)[1].startswith("t.`order_id` = s.`order_id` AND")
+    sqlglot.parse_one(merge, read="spark")
