@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
 
 from dbt.adapters.fastrefresh import changevector as cv
 from dbt.adapters.fastrefresh.admin import doomed_views
-from dbt.adapters.fastrefresh.capture import MAX_PRUNE_FILES, Bounds, DataFile, prune_predicate
-from dbt.adapters.fastrefresh.logsite import refresh_time, usability_problem
+from dbt.adapters.fastrefresh.capture import (
+    MAX_PRUNE_FILES,
+    Bounds,
+    CaptureResult,
+    DataFile,
+    prune_predicate,
+)
+from dbt.adapters.fastrefresh.logsite import Setup, _with_claim, refresh_time, usability_problem
 from dbt.adapters.fastrefresh.master import Snapshot, chain_after
 from dbt.adapters.fastrefresh.registry import LogInfo, LogUser
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
@@ -123,6 +130,29 @@ def test_usability_problems_name_the_oracle_cases() -> None:
     scn = log(flavour="COMMIT_SCN", purged_sequence=10)
     assert "purge_log" in (usability_problem(scn, user(later, sequence=5), None) or "")
     assert usability_problem(scn, user(later, sequence=10), None) is None
+
+
+def test_wrap_up_keeps_the_users_it_read_with_the_views_claim_written() -> None:
+    """The purge after a wrap-up plans with the users read before its write, updated as
+    that write updates the table: the view's row moved on, added, or left gone."""
+    later = T0 + dt.timedelta(hours=1)
+    other = dataclasses.replace(user(T0, 3), mview=TableName("s", "other"))
+    mine = user(T0, 5)
+    captured = CaptureResult(TableName("s", "t"), TableName("s", "mlog__t"), 1, 2, 1, 0, 0.0)
+
+    def done(registered: LogUser | None) -> Setup:
+        return Setup(log(), TableName("s", "v"), later, 7, registered, 9, captured, None)
+
+    moved = _with_claim([other, mine], log(), done(mine))
+    assert moved == [other, dataclasses.replace(mine, last_refresh=later, last_sequence=9,
+                                                master_snapshot=7)]  # fmt: skip
+    added = _with_claim([other], log(), done(None))
+    assert added[0] == other and len(added) == 2
+    assert (added[1].mview, added[1].registered_at, added[1].last_sequence) == (
+        TableName("s", "v"), later, 9,
+    )  # fmt: skip
+    # Released meanwhile (purge_mview_from_log): the UPDATE finds no row, nor does this.
+    assert _with_claim([other], log(), done(mine)) == [other]
 
 
 def test_doomed_views_are_those_behind_the_purge() -> None:

@@ -176,11 +176,17 @@ def wrap_up_all(x: Executor, registry: Registry, done: Sequence[Setup]) -> list[
     """``wrap_up`` for every log one view's refresh read, with one registry commit per
     step for all of them: the view's rows in ``mview_log_users``, then each log's purge,
     then the logs' rows in ``mview_logs``. Each log sees the steps in the order a wrap-up
-    of it alone takes, so a crash between them leaves what that one would."""
+    of it alone takes, so a crash between them leaves what that one would.
+
+    The logs' rows and their users are read once, before the first write. Every writer of
+    a log's users holds the log's lock, as this does from the read to the purge, so the
+    users the purge keeps are those read with this view's rows written."""
     if not done:
         return []
     with locks.holding([log_lock(d.log.log_table) for d in done]):
-        logs = [registry.log_for_master(d.log.master) or d.log for d in done]
+        stored = registry.logs_for_masters(d.log.master for d in done)
+        logs = [stored.get(d.log.master) or d.log for d in done]
+        users = registry.users_of_logs(log.log_table for log in logs)
         new_users: list[dict[str, object]] = []
         updated: list[dict[str, object]] = []
         for d, log in zip(done, logs, strict=True):
@@ -195,6 +201,7 @@ def wrap_up_all(x: Executor, registry: Registry, done: Sequence[Setup]) -> list[
                 new_users.append({"master": str(log.master), "registered_at": d.now, **values})
             else:
                 updated.append(values)
+            users[log.log_table] = _with_claim(users[log.log_table], log, d)
         registry.insert("mview_log_users", new_users)
         registry.update_rows("mview_log_users", ["log_table", "mview"], updated)
         fault_point("wrap_up.after_register")
@@ -205,7 +212,30 @@ def wrap_up_all(x: Executor, registry: Registry, done: Sequence[Setup]) -> list[
             }
             if not log.commit_scn:
                 recorded["marked_sequence"] = max(log.marked_sequence, d.through_sequence)
-            users = registry.log_users(log.log_table)
-            purges.append(plan_purge(log, users, d.now, recorded=recorded))
+            purges.append(plan_purge(log, users[log.log_table], d.now, recorded=recorded))
         execute_purges(x, registry, purges)
     return [p.result for p in purges]
+
+
+def _with_claim(users: Sequence[LogUser], log: LogInfo, done: Setup) -> list[LogUser]:
+    """``users`` of ``log`` as ``wrap_up_all`` leaves them (pure): the view's row added when
+    it registers, its rows (if still there) moved to ``done``'s range when it was."""
+    if done.user is None:
+        return [
+            *users,
+            LogUser(
+                log.log_table, log.master, done.mview, done.now, done.now,
+                done.through_sequence, done.master_snapshot,
+            ),
+        ]  # fmt: skip
+    return [
+        dataclasses.replace(
+            u,
+            last_refresh=done.now,
+            last_sequence=done.through_sequence,
+            master_snapshot=done.master_snapshot,
+        )
+        if u.mview == done.mview
+        else u
+        for u in users
+    ]

@@ -77,7 +77,7 @@ class MasterState:
 
 def load_masters(x: Executor, registry: Registry, sql: str) -> list[MasterState]:
     """The Iceberg tables a view's query reads, with their columns and logs."""
-    masters = []
+    found: list[tuple[TableName, list[mt.Column]]] = []
     for name in tables_of(sql):
         if not mt.table_exists(x, name):
             continue
@@ -87,8 +87,9 @@ def load_masters(x: Executor, registry: Registry, sql: str) -> list[MasterState]
             and "table_type=iceberg" not in info.get("Table Properties", "").lower()
         ):
             continue
-        masters.append(MasterState(name, columns, registry.log_for_master(name)))
-    return masters
+        found.append((name, columns))
+    logs = registry.logs_for_masters(name for name, _ in found)
+    return [MasterState(name, columns, logs.get(name)) for name, columns in found]
 
 
 def schema_hash(masters: list[MasterState]) -> str:

@@ -359,12 +359,31 @@ class Registry:
         rows = self.select("mview_logs", f"master = {literal(str(master))}")
         return self._with_deferred(_log_info(rows[0])) if rows else None
 
+    def logs_for_masters(self, masters: Iterable[TableName]) -> dict[TableName, LogInfo]:
+        """``log_for_master`` of several masters in one read (a master without a log is
+        left out)."""
+        names = sorted({str(m) for m in masters})
+        if not names:
+            return {}
+        rows = self.select("mview_logs", f"master IN ({', '.join(map(literal, names))})")
+        return {i.master: i for i in (self._with_deferred(_log_info(r)) for r in rows)}
+
     def logs(self) -> list[LogInfo]:
         return [self._with_deferred(_log_info(r)) for r in self.select("mview_logs")]
 
     def log_users(self, log_table: TableName) -> list[LogUser]:
         rows = self.select("mview_log_users", f"log_table = {literal(str(log_table))}")
         return [_log_user(r) for r in rows]
+
+    def users_of_logs(self, log_tables: Iterable[TableName]) -> dict[TableName, list[LogUser]]:
+        """``log_users`` of several logs in one read (every log asked for has an entry)."""
+        names = sorted({str(t) for t in log_tables})
+        users: dict[TableName, list[LogUser]] = {TableName.parse(n): [] for n in names}
+        if names:
+            where = f"log_table IN ({', '.join(map(literal, names))})"
+            for user in map(_log_user, self.select("mview_log_users", where)):
+                users[user.log_table].append(user)
+        return users
 
     def users_of_mview(self, mview: TableName) -> list[LogUser]:
         rows = self.select("mview_log_users", f"mview = {literal(str(mview))}")
