@@ -56,7 +56,7 @@ bench-quick: check-java $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check adapter tests examples benchmarks
 	$(BIN)/ruff format --check adapter tests examples benchmarks
-	$(BIN)/mypy adapter/dbt/adapters/fastrefresh
+	$(BIN)/mypy adapter/dbt/adapters/fastrefresh benchmarks
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix adapter tests examples benchmarks

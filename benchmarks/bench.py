@@ -12,7 +12,8 @@ the chosen scenarios four ways, in this order:
    aggregate, the groups they touch are recomputed. It cannot see deletes or the group an
    updated row left, so its result is checked and its wrong rows are reported;
 4. ``floor``: a bare ``MERGE`` of the view's already-computed net change into a copy of the
-   view (the delta is computed untimed): no refresh can apply a change for less.
+   view with the fast view's table properties (the delta is computed untimed): no refresh
+   can apply a change for less.
 
 Times are dbt's own per-model execution time (``fast``, ``complete``, ``incremental``) and
 the MERGE's wall time (``floor``). The fast refresh's phases come from the registry's
@@ -131,10 +132,19 @@ def incremental_sql(view: View) -> str:
 
 
 def _properties(v: View) -> dict[str, str]:
-    """The view table's properties for its write mode (none: the defaults)."""
+    """The fast_refresh models' ``tblproperties`` for the view's write mode (none: the
+    adapter's defaults for an unpartitioned view)."""
     if v.view_mode == "copy-on-write":
         return {}
     return {**workload.WRITE_MODES[v.view_mode], "write.merge.distribution-mode": "none"}
+
+
+def _table_properties(v: View) -> dict[str, str]:
+    """The properties the fast view's table ends up with, given to the floor's copy and
+    the dbt incremental model too, so that all three MERGE into alike tables: without
+    ``write.merge.distribution-mode=none`` (the adapter's default for an unpartitioned
+    view) Iceberg shuffles the rows before every MERGE's write."""
+    return {**_properties(v), "write.merge.distribution-mode": "none"}
 
 
 def write_project(root: Path, state: Path, views: list[View]) -> Path:
@@ -153,6 +163,7 @@ def write_project(root: Path, state: Path, views: list[View]) -> Path:
         tags = f"'{v.scenario}'"
         props = _properties(v)
         extra = f", tblproperties={props!r}" if props else ""
+        same_table = f", tblproperties={_table_properties(v)!r}"
         (models / f"{v.name}__fast.sql").write_text(
             f"{{{{ config(materialized='fast_refresh', tags=['fast', {tags}]{extra}) }}}}\n"
             f"{v.sql}\n"
@@ -171,7 +182,7 @@ def write_project(root: Path, state: Path, views: list[View]) -> Path:
         else:  # a global aggregate has no key to merge on: users rebuild it
             config, sql = "materialized='table', file_format='iceberg'", v.sql
         (models / f"{v.name}__incremental.sql").write_text(
-            f"{{{{ config({config}, tags=['incremental', {tags}]{extra}) }}}}\n{sql}\n"
+            f"{{{{ config({config}, tags=['incremental', {tags}]{same_table}) }}}}\n{sql}\n"
         )
     return project
 
@@ -221,8 +232,8 @@ def wrong_rows(spark: Any, table: str, truth: str) -> int:
 
 
 def floor_init(spark: Any, view: View) -> None:
-    """The floor's copy of the view, in the view's write mode."""
-    props = ", ".join(f"'{k}'='{v}'" for k, v in _properties(view).items())
+    """The floor's copy of the view, with the fast view's table properties."""
+    props = ", ".join(f"'{k}'='{v}'" for k, v in _table_properties(view).items())
     spark.sql(
         f"CREATE OR REPLACE TABLE {SCHEMA}.floor__{view.name} USING iceberg "
         + (f"TBLPROPERTIES ({props}) " if props else "")
