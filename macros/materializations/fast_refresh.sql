@@ -32,12 +32,13 @@
   {%- endif -%}
   {%- set table_options -%}
     {{ partition_cols(label="partitioned by") }} {{ clustered_cols(label="clustered by") }}
-    {{ location_clause() }} {{ comment_clause() }} {{ tblproperties_clause() }}
+    {{ location_clause() }} {{ comment_clause() }}
   {%- endset -%}
 
   {{ run_hooks(pre_hooks) }}
   {%- set result = adapter.fr_refresh_model(
-        target_relation, existing, sql, method, should_full_refresh(), table_options) -%}
+        target_relation, existing, sql, method, should_full_refresh(), table_options,
+        config.get('tblproperties', {})) -%}
   {%- if result.get('type') == 'COMPLETE' -%}
     {{ log("fast_refresh " ~ this ~ ": COMPLETE refresh (" ~ result.reason ~ ")", info=true) }}
   {%- endif -%}

@@ -5,17 +5,17 @@
   master has no Iceberg identifier fields (omit for those; [] for a key-less log).
   Usable from `dbt run-operation fast_refresh.create_mview_log` and from hooks (renders no SQL).
 -#}
-{% macro create_mview_log(master, columns=none, commit_scn=false, key=none) %}
-  {{ return(adapter.dispatch('create_mview_log', 'fast_refresh')(master, columns, commit_scn, key)) }}
+{% macro create_mview_log(master, columns=none, commit_scn=false, key=none, purge='asynchronous') %}
+  {{ return(adapter.dispatch('create_mview_log', 'fast_refresh')(master, columns, commit_scn, key, purge)) }}
 {% endmacro %}
 
-{% macro default__create_mview_log(master, columns, commit_scn, key) %}
+{% macro default__create_mview_log(master, columns, commit_scn, key, purge) %}
   {{ fast_refresh._unsupported('create_mview_log') }}
 {% endmacro %}
 
-{% macro fastrefresh__create_mview_log(master, columns, commit_scn, key) %}
+{% macro fastrefresh__create_mview_log(master, columns, commit_scn, key, purge) %}
   {% if execute %}
-    {{ log(adapter.fr_create_mview_log(master, columns, commit_scn, key), info=true) }}
+    {{ log(adapter.fr_create_mview_log(master, columns, commit_scn, key, purge), info=true) }}
   {% endif %}
   {{ return('') }}
 {% endmacro %}

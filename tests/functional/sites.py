@@ -1,52 +1,65 @@
-"""A small keyed master with its log and a registry, for the tests that call the
-refresh protocol directly (without dbt), and a refresh checked against its query."""
+"""Helpers for the tests that drive the protocol directly (without dbt): an environment on
+the test session, a small keyed master with its log, and a refresh checked against its
+query recomputed."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dbt.adapters.fastrefresh import logs, refresh
-from dbt.adapters.fastrefresh.clock import utcnow
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import Registry
+from dbt.adapters.fastrefresh import mlog, refresh
+from dbt.adapters.fastrefresh.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
+
+# The two ways to the same state (tables.py): tests that care run on both.
+PATHS = ("java", "sql")
+
+
+def env_for(spark: Any, registry: str, path: str = "java") -> Env:
+    """A protocol environment on the test session (``path``: Java API or SQL only)."""
+    return Env.for_spark(spark, registry, java=path == "java")
 
 
 def keyed_master_with_log(
-    spark: Any, schema: str, rows: int, groups: int
-) -> tuple[SparkExecutor, Registry]:
+    spark: Any, schema: str, rows: int, groups: int, path: str = "java", **log: Any
+) -> Env:
     """Schema ``schema`` with a master ``m`` (key ``k``, group ``g`` = k % ``groups``,
-    ``x`` = 1) of ``rows`` rows, its full log, and the registry ``<schema>_registry``."""
+    ``x`` = 1) of ``rows`` rows and its full log; the registry is ``<schema>_registry``."""
     spark.sql(f"CREATE SCHEMA {schema}")
     spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
     spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
     spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % {groups} AS INT), 1 FROM range({rows})")
-    x = SparkExecutor(spark)
-    registry = Registry(x, f"{schema}_registry")
-    registry.ensure()
-    logs.create_mview_log(x, registry, f"{schema}.m", None, False, None, utcnow)
-    return x, registry
+    env = env_for(spark, f"{schema}_registry", path)
+    mlog.create_mview_log(env, f"{schema}.m", **log)
+    return env
+
+
+def user_columns(spark: Any, table: str) -> list[str]:
+    return [c for c in spark.table(table).columns if not c.startswith("__fr_")]
+
+
+def matches(spark: Any, view: TableName, sql: str) -> bool:
+    """Whether the view (its user columns, duplicates counted) equals ``sql`` run now."""
+    columns = ", ".join(f"`{c}`" for c in spark.sql(sql).columns)
+    stored = spark.sql(f"SELECT {columns} FROM {view.sql}")
+    expected = spark.sql(sql)
+    return stored.exceptAll(expected).isEmpty() and expected.exceptAll(stored).isEmpty()
 
 
 def refresh_and_check(
     spark: Any,
-    x: SparkExecutor,
-    registry: Registry,
+    env: Env,
     view: TableName,
     sql: str,
     *,
     exists: bool,
     expect: str,
-    table_options: str = "",
+    table: refresh.TableSpec | None = None,
 ) -> refresh.RefreshResult:
     """Refresh ``view`` under ``force``; assert its refresh type is ``expect`` and that it
     holds what ``sql`` returns when recomputed now (the view's hidden columns aside)."""
     result = refresh.refresh_view(
-        x, registry, view, sql, "force", False, exists, table_options, utcnow
+        env, view=view, sql=sql, method="force", exists=exists, table=table
     )
-    assert result.refresh_type == expect, (str(view), result.reason)
-    query = spark.sql(sql)
-    columns = ", ".join(f"`{c}`" for c in query.columns)
-    stored = spark.sql(f"SELECT {columns} FROM {view.sql}").collect()
-    assert sorted(stored) == sorted(query.collect()), f"{view} differs from its query"
+    assert result.refresh_type == expect, (str(view), str(result.reason))
+    assert matches(spark, view, sql), f"{view} differs from its query"
     return result

@@ -1,7 +1,9 @@
 """The master-site behaviour the seed traces show, step for step, on real Iceberg tables.
 
-Views appear here by their refreshes at the master site (setup → wrap-up), which is all
-the master site of Oracle ever sees of them: registration, stamps, purges.
+Each view of a seed is a real fast_refresh view (``SELECT *`` of its master); what the
+traces show is what the master site sees of its refreshes: registration, stamps, purges,
+and the dictionary's OLDEST / YOUNGEST / LAST_PURGE_DATE (``registry.describe_log``). Logs
+purge synchronously here, as Oracle does by default.
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import admin, capture, logs, logsite
-from dbt.adapters.fastrefresh.clock import utcnow
+from dbt.adapters.fastrefresh import admin, capture, mlog, refresh, registry
+from dbt.adapters.fastrefresh.decisions import ReasonCode
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import Registry
+from dbt.adapters.fastrefresh.master_side import read_view_state
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import PATHS, env_for, matches
 
 UNMARKED = dt.datetime(4000, 1, 1)
 _n = itertools.count()
@@ -27,11 +29,11 @@ _n = itertools.count()
 class Site:
     """One schema with a registry: the master site of a seed scenario."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, path: str) -> None:
         self.spark = spark
-        self.schema = f"seed_{next(_n)}"
-        self.x = SparkExecutor(spark)
-        self.registry = Registry(self.x, f"{self.schema}_registry")
+        self.schema = f"seed_{next(_n)}_{path}"
+        self.env = env_for(spark, f"{self.schema}_registry", path)
+        self.built: set[str] = set()
         spark.sql(f"CREATE SCHEMA {self.schema}")
 
     def sql(self, text: str) -> list[tuple[Any, ...]]:
@@ -40,17 +42,36 @@ class Site:
     def t(self, name: str) -> TableName:
         return TableName(self.schema, name)
 
-    def refresh(self, master: str, view: str) -> logsite.Setup:
-        """A view's refresh as the master site sees it (fast or complete alike)."""
-        done = logsite.setup(self.x, self.registry, self.t(master), self.t(view), utcnow)
-        logsite.wrap_up(self.x, self.registry, done)
-        return done
+    def create_log(self, master: str, **options: Any) -> str:
+        return mlog.create_mview_log(
+            self.env, f"{self.schema}.{master}", purge="synchronous", **options
+        )
+
+    def refresh(self, master: str, view: str, method: str = "force") -> dt.datetime:
+        """Refresh the view ``SELECT * FROM master``; returns its refresh time on the log
+        (the time it stamped rows with, when it was their first refresher)."""
+        sql = f"SELECT * FROM {self.schema}.{master}"
+        result = refresh.refresh_view(
+            self.env, view=self.t(view), sql=sql, method=method, exists=view in self.built
+        )
+        self.built.add(view)
+        assert matches(self.spark, self.t(view), sql), f"{view} differs from its query"
+        self.last = result
+        state = read_view_state(self.env, self.t(view))
+        assert state is not None
+        return state.positions[str(self.t(f"mlog__{master}"))].last_refresh
 
     def log(self, master: str) -> Any:
-        return self.registry.log_for_master(self.t(master))
+        """The log's dictionary row as the registry shows it (Oracle's MLOG$)."""
+        loaded = mlog.load_log(self.env, self.t(master))
+        assert loaded is not None
+        return _Row(registry.describe_log(self.env, loaded).row)
 
     def users(self, master: str) -> dict[str, Any]:
-        return {u.mview.table: u for u in self.registry.log_users(self.log(master).log_table)}
+        loaded = mlog.load_log(self.env, self.t(master))
+        assert loaded is not None
+        described = registry.describe_log(self.env, loaded)
+        return {TableName.parse(u["mview"]).table: _Row(u) for u in described.users}
 
     def stamps(self, master: str, columns: str = "id") -> list[tuple[Any, ...]]:
         return self.sql(
@@ -58,23 +79,28 @@ class Site:
         )
 
 
-@pytest.fixture
-def site(spark: Any) -> Site:
-    return Site(spark)
+class _Row:
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+@pytest.fixture(params=PATHS)
+def site(spark: Any, request: pytest.FixtureRequest) -> Site:
+    return Site(spark, request.param)
 
 
 def test_seed_000_one_log_three_views_stamps_and_purge(site: Site) -> None:
     """Seed 000: mv_t_id, mv_t_name, mv_t_id_name on one log of t(id, name, num)."""
     site.sql(f"CREATE TABLE {site.schema}.t (id INT, name STRING, num INT) USING iceberg")
     # `with rowid ... including new values` on a table without a key: a key-less log.
-    logs.create_mview_log(site.x, site.registry, f"{site.schema}.t", None, False, [], utcnow)
+    site.create_log("t", key=[])
     for view in ("mv_t_id", "mv_t_name", "mv_t_id_name"):
         site.refresh("t", view)  # created (complete refresh) before the DML
     for row in ("1, 'a', 2", "1, 'b', 3", "2, 'a', 5", "3, 'b', 7"):
         site.sql(f"INSERT INTO {site.schema}.t VALUES ({row})")
     site.sql(f"UPDATE {site.schema}.t SET name = 'c' WHERE id = 3")
     site.sql(f"DELETE FROM {site.schema}.t WHERE id = 2")
-    capture.capture(site.x, site.registry, site.t("t"), utcnow)
+    capture.capture(site.env, site.t("t"))
     assert site.stamps("t", "id, name") == [
         (1, "a", UNMARKED, "I"),
         (1, "b", UNMARKED, "I"),
@@ -84,26 +110,26 @@ def test_seed_000_one_log_three_views_stamps_and_purge(site: Site) -> None:
         (3, "c", UNMARKED, "I"),  # an update is the delete of the old image + the new one
         (2, "a", UNMARKED, "D"),
     ]
-    t1 = site.refresh("t", "mv_t_id").now
+    t1 = site.refresh("t", "mv_t_id")
     assert {s for *_, s, _ in site.stamps("t", "id, name")} == {t1}, "first refresher stamps all"
     assert len(site.stamps("t")) == 7, "nothing purged: two views have not refreshed"
 
     site.sql(f"INSERT INTO {site.schema}.t VALUES (4, 'd', 10)")
-    capture.capture(site.x, site.registry, site.t("t"), utcnow)
+    capture.capture(site.env, site.t("t"))
     assert site.stamps("t")[-1][1:] == (UNMARKED, "I")
-    t2 = site.refresh("t", "mv_t_id_name").now
+    t2 = site.refresh("t", "mv_t_id_name")
     assert t2 > t1
     stamps = [s for _, s, _ in site.stamps("t")]
     assert stamps == [t1] * 7 + [t2], "only the new row gets the new time"
 
-    t3 = site.refresh("t", "mv_t_id").now
+    t3 = site.refresh("t", "mv_t_id")
     assert [s for _, s, _ in site.stamps("t")] == [t1] * 7 + [t2], (
         "a later refresher never restamps"
     )
     assert site.users("t")["mv_t_id"].last_refresh == t3
 
     site.sql(f"INSERT INTO {site.schema}.t VALUES (5, 'e', 2)")
-    t4 = site.refresh("t", "mv_t_name").now
+    t4 = site.refresh("t", "mv_t_name")
     # mv_t_name consumed everything; min(last refresh) = t2, so rows stamped <= t2 go.
     assert site.stamps("t", "id, name") == [(5, "e", t4, "I")]
     assert site.log("t").last_purge_rows == 8
@@ -114,14 +140,14 @@ def test_seed_001_three_views_oldest_youngest_and_purge(site: Site) -> None:
     site.sql(f"CREATE TABLE {site.schema}.emp (empno INT NOT NULL, sal INT) USING iceberg")
     site.sql(f"ALTER TABLE {site.schema}.emp SET IDENTIFIER FIELDS empno")
     site.sql(f"INSERT INTO {site.schema}.emp VALUES (1, 100), (2, 200)")
-    logs.create_mview_log(site.x, site.registry, f"{site.schema}.emp", None, False, None, utcnow)
+    site.create_log("emp")
     created = site.log("emp")
     assert created.oldest == created.youngest == created.created, "1. log creation sets both"
 
-    r1 = site.refresh("emp", "emp_snap").now
+    r1 = site.refresh("emp", "emp_snap")
     assert (site.log("emp").oldest, site.log("emp").youngest) == (r1, r1), "2.1 first view: both"
-    r2 = site.refresh("emp", "emp_snap1").now
-    r3 = site.refresh("emp", "emp_snap2").now
+    r2 = site.refresh("emp", "emp_snap1")
+    r3 = site.refresh("emp", "emp_snap2")
     assert (site.log("emp").oldest, site.log("emp").youngest) == (r1, r3), "3.1 youngest only"
     assert {k: u.last_refresh for k, u in site.users("emp").items()} == {
         "emp_snap": r1, "emp_snap1": r2, "emp_snap2": r3,
@@ -129,15 +155,15 @@ def test_seed_001_three_views_oldest_youngest_and_purge(site: Site) -> None:
 
     site.sql(f"UPDATE {site.schema}.emp SET sal = sal + 1 WHERE empno = 1")
     site.sql(f"INSERT INTO {site.schema}.emp VALUES (3, 300)")
-    capture.capture(site.x, site.registry, site.t("emp"), utcnow)
+    capture.capture(site.env, site.t("emp"))
     assert [s for _, s, _ in site.stamps("emp", "empno")] == [UNMARKED] * 3, "4.2 4000-01-01"
 
-    t5 = site.refresh("emp", "emp_snap1").now  # 5. first refresh stamps
+    t5 = site.refresh("emp", "emp_snap1")  # 5. first refresh stamps
     assert [s for _, s, _ in site.stamps("emp", "empno")] == [t5] * 3
     assert site.log("emp").oldest == r1, "emp_snap is still the oldest"
     assert len(site.stamps("emp", "empno")) == 3, "not purged: two views behind"
 
-    t6 = site.refresh("emp", "emp_snap").now  # 6. second view: no restamp, no purge
+    t6 = site.refresh("emp", "emp_snap")  # 6. second view: no restamp, no purge
     assert [s for _, s, _ in site.stamps("emp", "empno")] == [t5] * 3
     assert site.log("emp").oldest == r3, "oldest moves to the least recently refreshed"
 
@@ -155,21 +181,21 @@ def test_seed_003_last_purge_date_and_two_sites(site: Site) -> None:
     )
     site.sql(f"ALTER TABLE {site.schema}.t SET IDENTIFIER FIELDS object_id")
     site.sql(f"INSERT INTO {site.schema}.t VALUES (2300, 5), (2301, 6)")
-    logs.create_mview_log(site.x, site.registry, f"{site.schema}.t", [], False, None, utcnow)
+    site.create_log("t", columns=[])
     site.refresh("t", "t_rep_db2")
     site.refresh("t", "t_rep_db3")
     site.sql(f"UPDATE {site.schema}.t SET data_object_id = 0 WHERE object_id = 2300")
-    capture.capture(site.x, site.registry, site.t("t"), utcnow)
+    capture.capture(site.env, site.t("t"))
     rows = site.sql(
         f"SELECT object_id, snaptime__, dmltype__, old_new__, hex(change_vector__) FROM {site.schema}.mlog__t"
     )
     assert rows == [(2300, UNMARKED, "U", "U", "04")], "primary-key log: one U/U row, column 2"
 
-    first = site.refresh("t", "t_rep_db2").now
+    first = site.refresh("t", "t_rep_db2")
     assert site.sql(f"SELECT snaptime__ FROM {site.schema}.mlog__t") == [(first,)]
     log = site.log("t")
     assert log.last_purge_time == first and log.last_purge_rows == 0, "purge ran, nothing went"
-    second = site.refresh("t", "t_rep_db3").now
+    second = site.refresh("t", "t_rep_db3")
     assert site.sql(f"SELECT * FROM {site.schema}.mlog__t") == []
     log = site.log("t")
     assert (log.oldest, log.youngest, log.last_purge_time) == (first, second, second)
@@ -179,34 +205,27 @@ def test_seed_004_dropped_and_recreated_log_is_younger(site: Site) -> None:
     """Seed 004: ORA-23413 without a log, ORA-12034 after it is recreated."""
     site.sql(f"CREATE TABLE {site.schema}.t_mv (pid INT NOT NULL, pname STRING) USING iceberg")
     site.sql(f"ALTER TABLE {site.schema}.t_mv SET IDENTIFIER FIELDS pid")
-    logs.create_mview_log(site.x, site.registry, f"{site.schema}.t_mv", None, False, None, utcnow)
+    site.create_log("t_mv")
     site.refresh("t_mv", "mv_1")
     site.sql(f"INSERT INTO {site.schema}.t_mv VALUES (21, 'shsnc')")
-    capture.capture(site.x, site.registry, site.t("t_mv"), utcnow)
+    capture.capture(site.env, site.t("t_mv"))
     assert site.stamps("t_mv", "pid")[0][1] == UNMARKED
-    created_mv2 = site.refresh("t_mv", "mv_2").now  # creating mv_2 stamps the pending row
+    created_mv2 = site.refresh("t_mv", "mv_2")  # creating mv_2 stamps the pending row
     assert site.stamps("t_mv", "pid")[0][1] == created_mv2
     site.refresh("t_mv", "mv_1")
     site.refresh("t_mv", "mv_2")
     assert site.stamps("t_mv", "pid") == [], "both refreshed: the log is empty"
 
-    last_refresh = site.users("t_mv")["mv_1"].last_refresh
-    logs.drop_mview_log(site.x, site.registry, f"{site.schema}.t_mv")
+    mlog.drop_mview_log(site.env, f"{site.schema}.t_mv")
     with pytest.raises(
         FastRefreshError, match=r"has no materialized view log \(Oracle: ORA-23413\)"
     ):
-        logsite.setup(site.x, site.registry, site.t("t_mv"), site.t("mv_1"), utcnow)
-    logs.create_mview_log(site.x, site.registry, f"{site.schema}.t_mv", None, False, None, utcnow)
-    done = logsite.setup(
-        site.x,
-        site.registry,
-        site.t("t_mv"),
-        site.t("mv_1"),
-        utcnow,
-        mview_last_refresh=last_refresh,
-    )
-    assert done.problem is not None
-    assert "younger than the view's last refresh" in done.problem and "ORA-12034" in done.problem
+        site.refresh("t_mv", "mv_1", method="fast")
+    site.create_log("t_mv")
+    with pytest.raises(FastRefreshError, match=r"younger than the view's last refresh.*ORA-12034"):
+        site.refresh("t_mv", "mv_1", method="fast")
+    site.refresh("t_mv", "mv_1")
+    assert site.last.reason is not None and site.last.reason.code is ReasonCode.LOG_YOUNGER
 
 
 def test_purge_log_mview_from_log_and_unregister(site: Site) -> None:
@@ -214,51 +233,40 @@ def test_purge_log_mview_from_log_and_unregister(site: Site) -> None:
     site.sql(f"CREATE TABLE {site.schema}.c (id INT NOT NULL, v INT) USING iceberg")
     site.sql(f"ALTER TABLE {site.schema}.c SET IDENTIFIER FIELDS id")
     master = f"{site.schema}.c"
-    logs.create_mview_log(site.x, site.registry, master, None, False, None, utcnow)
+    site.create_log("c")
     for view in ("old", "mid", "new"):
         site.refresh("c", view)
     site.sql(f"INSERT INTO {master} VALUES (1, 1)")
     site.refresh("c", "new")  # stamps row 1 at t_new
     site.sql(f"INSERT INTO {master} VALUES (2, 2)")
-    mid_time = site.refresh("c", "mid").now  # stamps row 2; mid consumed rows 1 and 2
+    mid_time = site.refresh("c", "mid")  # stamps row 2; mid consumed rows 1 and 2
     assert len(site.stamps("c")) == 2
 
-    message = admin.purge_log(site.x, site.registry, master, 1, "delete", utcnow)
-    # Rows needed only by the least recently refreshed view ("old") go: those stamped up to
-    # the next view's ("new") last refresh. Row 2 stays: "new" has not consumed it.
+    message = admin.purge_log(site.env, master, 1, "delete")
+    # Rows needed only by the least recently refreshed view ("old") go: those up to the
+    # next view's ("new") place. Row 2 stays: "new" has not consumed it.
     assert "deleted 1 row(s)" in message and "needing a complete refresh: " in message
     assert message.endswith(f"{site.schema}.old")
     assert site.stamps("c") == [(2, mid_time, "I")]
-    problem = logsite.usability_problem(site.log("c"), site.users("c")["old"], None)
-    assert problem and "purge_log" in problem
-    assert logsite.usability_problem(site.log("c"), site.users("c")["mid"], None) is None
+    with pytest.raises(FastRefreshError, match=r"rows the view still needed were purged"):
+        site.refresh("c", "old", method="fast")
+    site.refresh("c", "mid", method="fast")  # not doomed: still fast
 
     site.sql(f"INSERT INTO {master} VALUES (3, 3)")
     site.refresh("c", "new")
-    message = admin.purge_mview_from_log(site.x, site.registry, f"{site.schema}.mid", None, utcnow)
+    message = admin.purge_mview_from_log(site.env, f"{site.schema}.mid")
     assert "released" in message
     assert "mid" not in site.users("c")
     with pytest.raises(FastRefreshError, match="not registered"):
-        admin.purge_mview_from_log(site.x, site.registry, f"{site.schema}.mid", None, utcnow)
+        admin.purge_mview_from_log(site.env, f"{site.schema}.mid")
 
-    site.registry.insert(
-        "mviews",
-        [
-            {
-                "mview": f"{site.schema}.new",
-                "query_hash": "h",
-                "refresh_method": "force",
-                "masters": [master],
-                "staleness": "FRESH",
-            }
-        ],
-    )
-    message = admin.unregister_mview(site.registry, f"{site.schema}.new")
+    message = admin.unregister_mview(site.env, f"{site.schema}.new")
     assert "unregistered" in message and "remain" in message
-    assert site.registry.mview(site.t("new")) is None
     assert "new" in site.users("c"), "unregister keeps the log claims (Oracle)"
     with pytest.raises(FastRefreshError, match="not a registered materialized view"):
-        admin.unregister_mview(site.registry, f"{site.schema}.new")
+        admin.unregister_mview(site.env, f"{site.schema}.new")
+    site.refresh("c", "new")
+    assert site.last.reason is not None and site.last.reason.code is ReasonCode.NOT_REGISTERED
 
 
 def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:
@@ -275,15 +283,17 @@ def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:
     ]
     for master, columns, key, message in cases:
         with pytest.raises(FastRefreshError, match=f"(?s){re.escape(message)}.*Fix: "):
-            logs.create_mview_log(site.x, site.registry, master, columns, False, key, utcnow)
-    logs.create_mview_log(site.x, site.registry, f"{site.schema}.k", None, True, ["id"], utcnow)
+            mlog.create_mview_log(site.env, master, columns=columns, key=key)
+    with pytest.raises(FastRefreshError, match=r"(?s)purge must be .*Fix: "):
+        mlog.create_mview_log(site.env, f"{site.schema}.k", key=["id"], purge="sometimes")
+    mlog.create_mview_log(site.env, f"{site.schema}.k", commit_scn=True, key=["id"])
     with pytest.raises(FastRefreshError, match=r"(?s)already has a materialized view log.*Fix: "):
-        logs.create_mview_log(site.x, site.registry, f"{site.schema}.k", None, False, None, utcnow)
+        mlog.create_mview_log(site.env, f"{site.schema}.k")
     assert site.log("k").flavour == "COMMIT_SCN"
     columns = [r[0] for r in site.sql(f"DESCRIBE TABLE {site.schema}.mlog__k")]
     assert "snaptime__" not in columns, "commit-SCN logs carry no snaptime (seed 002)"
     with pytest.raises(FastRefreshError, match="ORA-23413"):
-        logs.drop_mview_log(site.x, site.registry, f"{site.schema}.p")
+        mlog.drop_mview_log(site.env, f"{site.schema}.p")
 
 
 def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
@@ -292,25 +302,30 @@ def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
     site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
     site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
     site.sql(f"INSERT INTO {master} VALUES (1, 1)")
-    logs.create_mview_log(site.x, site.registry, master, None, False, None, utcnow)
-    seen = site.refresh("h", "v").now
+    site.create_log("h")
+    seen = site.refresh("h", "v")
 
     site.sql(f"DROP TABLE {master}")
     site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
     site.sql(f"INSERT INTO {master} VALUES (2, 2)")
-    result = capture.capture(site.x, site.registry, site.t("h"), utcnow)
+    result = capture.capture(site.env, site.t("h"))
     assert result.gap and "not an ancestor" in result.gap
     log = site.log("h")
     assert log.younger_than > seen and "history lost" in (log.younger_reason or "")
-    problem = logsite.setup(site.x, site.registry, site.t("h"), site.t("v"), utcnow).problem
-    assert problem and "younger than the view's last refresh" in problem
+    with pytest.raises(FastRefreshError, match="younger than the view's last refresh"):
+        site.refresh("h", "v", method="fast")
 
     site.refresh("h", "v")  # a complete refresh registers again from the new history
+    assert site.last.reason is not None and site.last.reason.code is ReasonCode.LOG_YOUNGER
     for value in (3, 4):
         site.sql(f"INSERT INTO {master} VALUES ({value}, {value})")
     site.sql(
         f"CALL spark_catalog.system.expire_snapshots(table => '{master}', "
         "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
     )
-    result = capture.capture(site.x, site.registry, site.t("h"), utcnow)
+    result = capture.capture(site.env, site.t("h"))
     assert result.gap and "expired" in result.gap
+    site.refresh("h", "v")
+    assert site.last.refresh_type == "COMPLETE"
+    site.sql(f"INSERT INTO {master} VALUES (5, 5)")
+    site.refresh("h", "v", method="fast")

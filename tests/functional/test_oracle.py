@@ -9,7 +9,8 @@ happen at random points. After each refresh the view (its user columns, duplicat
 counted) must equal its query on the pinned master snapshot — nothing changes the
 masters between a refresh and its check, so that is the master as it is. A refresh must
 be FAST unless the view was built for the first time or `purge_log` took rows it needed
-(then COMPLETE, saying so). Run for both log flavours (snaptime marking, commit SCN).
+(then COMPLETE, saying so). Run for both log flavours (snaptime marking, commit SCN),
+both ways to the protocol's state (the Java API, SQL only), and both purge modes.
 
 The examples of one test share their tables (a fresh set per example would spend most of
 the time building views), so each example continues from the state the previous left.
@@ -24,11 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.fastrefresh import admin, capture, logs, refresh
-from dbt.adapters.fastrefresh.clock import utcnow
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import Registry
+from dbt.adapters.fastrefresh import admin, capture, mlog, refresh
+from dbt.adapters.fastrefresh.decisions import ReasonCode
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import env_for, matches
 
 _n = itertools.count()
 KEYS = range(1, 9)
@@ -86,11 +86,10 @@ def lit(value: Any) -> str:
 class World:
     """Masters, logs and views in one schema, driven straight through the Python layer."""
 
-    def __init__(self, spark: Any, commit_scn: bool) -> None:
+    def __init__(self, spark: Any, commit_scn: bool, path: str = "java", purge: str = "asynchronous") -> None:
         self.spark = spark
-        self.s = f"oracle_{next(_n)}_{'scn' if commit_scn else 'ts'}"
-        self.x = SparkExecutor(spark)
-        self.registry = Registry(self.x, f"{self.s}_registry")
+        self.s = f"oracle_{next(_n)}_{'scn' if commit_scn else 'ts'}_{path}"
+        self.env = env_for(spark, f"{self.s}_registry", path)
         self.doomed: set[str] = set()
         self.built: set[str] = set()
         self.refreshes = 0
@@ -113,8 +112,9 @@ class World:
         sql(f"INSERT INTO {self.s}.m2 VALUES ('a', 1), ('a', 1), (NULL, NULL)")
         sql(f"INSERT INTO {self.s}.m3 VALUES (1, 'a', 5), (2, 'b', 6)")
         for master, columns, key in (("m1", None, None), ("m2", None, []), ("m3", [], None)):
-            logs.create_mview_log(
-                self.x, self.registry, f"{self.s}.{master}", columns, commit_scn, key, utcnow
+            mlog.create_mview_log(
+                self.env, f"{self.s}.{master}", columns=columns, commit_scn=commit_scn, key=key,
+                purge=purge,
             )
         for view in VIEWS:
             self.refresh(view)
@@ -155,15 +155,16 @@ class World:
         query, _ = VIEWS[view]
         name = TableName(self.s, view)
         result = refresh.refresh_view(
-            self.x, self.registry, name, query.format(s=self.s), "force", False,
-            view in self.built, "", utcnow,
+            self.env, view=name, sql=query.format(s=self.s), method="force",
+            exists=view in self.built,
         )  # fmt: skip
         self.refreshes += 1
+        code = result.reason.code if result.reason else None
         if view not in self.built:
-            assert result.refresh_type == "COMPLETE" and result.reason == "first build"
+            assert result.refresh_type == "COMPLETE" and code is ReasonCode.FIRST_BUILD
         elif view in self.doomed:
             assert result.refresh_type == "COMPLETE", f"{view} lost rows to purge_log"
-            assert result.reason and "purge" in result.reason
+            assert code is ReasonCode.PURGED, result.reason
         else:
             assert result.refresh_type == "FAST", f"{view}: {result.reason}"
         self.built.add(view)
@@ -172,17 +173,11 @@ class World:
 
     def check(self, view: str) -> None:
         query, _ = VIEWS[view]
-        columns = [
-            c for c in self.spark.table(f"{self.s}.{view}").columns if not c.startswith("__fr_")
-        ]
-        stored = self.spark.sql(f"SELECT {', '.join(columns)} FROM {self.s}.{view}")
-        expected = self.spark.sql(query.format(s=self.s))
-        extra = stored.exceptAll(expected).collect()
-        missing = expected.exceptAll(stored).collect()
-        assert not extra and not missing, f"{view}: extra {extra}, missing {missing}"
+        sql = query.format(s=self.s)
+        assert matches(self.spark, TableName(self.s, view), sql), f"{view} differs from {sql}"
 
     def purge(self, master: str) -> None:
-        message = admin.purge_log(self.x, self.registry, f"{self.s}.{master}", 1, "delete", utcnow)
+        message = admin.purge_log(self.env, f"{self.s}.{master}", 1, "delete")
         marker = "now needing a complete refresh: "
         if marker in message:
             for doomed in message.split(marker, 1)[1].split(", "):
@@ -220,7 +215,7 @@ def run_oracle(world: World, examples: int, max_steps: int = 10) -> None:
             elif s[0] == "refresh":
                 world.refresh(s[1])
             elif s[0] == "capture":
-                capture.capture(world.x, world.registry, TableName(world.s, s[1]), utcnow)
+                capture.capture(world.env, TableName(world.s, s[1]))
             elif s[0] == "purge" and world.refreshes % 3 == 0:
                 world.purge(s[1])
 
@@ -247,26 +242,39 @@ CHANGE_KINDS = [
 ]  # fmt: skip
 
 
-def test_every_change_kind_reaches_every_view(spark: Any) -> None:
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_every_change_kind_reaches_every_view(spark: Any, path: str) -> None:
     """Deterministic coverage: each kind of change, then every view refreshes and checks."""
-    world = World(spark, commit_scn=False)
+    world = World(spark, commit_scn=False, path=path)
     for change in CHANGE_KINDS:
         world.dml(*change)
         for view in sorted(v for v, (_, on) in VIEWS.items() if change[0] in on.split(",")):
             world.refresh(view)
 
 
-@pytest.mark.parametrize("commit_scn", [False, True], ids=["timestamp", "commit_scn"])
-def test_views_equal_their_queries_after_every_refresh(spark: Any, commit_scn: bool) -> None:
-    # 110 examples per flavour, 220 in all (15 views, five of them joins, keep this part of
-    # the default suite near 10 minutes). Examples continue each other's state, so
-    # short step lists still add up to one long random walk (several hundred steps).
-    world = World(spark, commit_scn)
+# The default suite's two runs cover both flavours, both paths and both purge modes.
+DEFAULT = [(False, "java", "asynchronous"), (True, "sql", "synchronous")]
+ALL = [
+    (scn, path, purge)
+    for scn in (False, True) for path in ("java", "sql") for purge in ("asynchronous", "synchronous")
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("commit_scn", "path", "purge"), DEFAULT, ids=["ts-java-async", "scn-sql-sync"])
+def test_views_equal_their_queries_after_every_refresh(
+    spark: Any, commit_scn: bool, path: str, purge: str
+) -> None:
+    # 110 examples per run, 220 in all (15 views, five of them joins). Examples continue
+    # each other's state, so short step lists still add up to one long random walk
+    # (several hundred steps).
+    world = World(spark, commit_scn, path, purge)
     run_oracle(world, examples=110, max_steps=4)
     assert world.refreshes >= 75
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("commit_scn", [False, True], ids=["timestamp", "commit_scn"])
-def test_views_equal_their_queries_after_every_refresh_long(spark: Any, commit_scn: bool) -> None:
-    run_oracle(World(spark, commit_scn), examples=500)
+@pytest.mark.parametrize(("commit_scn", "path", "purge"), ALL)
+def test_views_equal_their_queries_after_every_refresh_long(
+    spark: Any, commit_scn: bool, path: str, purge: str
+) -> None:
+    run_oracle(World(spark, commit_scn, path, purge), examples=250)

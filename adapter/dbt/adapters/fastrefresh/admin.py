@@ -1,161 +1,36 @@
-"""Log maintenance: purge (Oracle's wrap-up purge, DBMS_MVIEW.PURGE_LOG,
-PURGE_MVIEW_FROM_LOG) and UNREGISTER_MVIEW.
+"""Log administration (Oracle's DBMS_MVIEW): PURGE_LOG, PURGE_MVIEW_FROM_LOG,
+UNREGISTER_MVIEW.
 
-A log row may go once every view registered on the log has consumed it: on the timestamp
-flavour, ``snaptime__ <= min(last refresh of the registered views)``; on the commit-SCN
-flavour, ``sequence__ <= min(sequence each view reached)``. ``purge_log`` may cut deeper,
-dooming the least recently refreshed views to a complete refresh: the log remembers how
-far it was purged, and a view that refreshed before that point is told the log is younger
-than its last refresh.
+A log row may go once every view registered on the log has consumed it (the wrap-up's
+purge, ``master_side.purge``). ``purge_log`` may cut deeper, dooming the least recently
+refreshed views to a complete refresh: the log remembers how far it was purged, and a view
+whose place is before that point is told the rows it needed were purged.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
-from dbt.adapters.fastrefresh import locks, upkeep
-from dbt.adapters.fastrefresh.capture import holding_log, log_lock
+from dbt.adapters.fastrefresh.env import Env
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.executor import Executor
-from dbt.adapters.fastrefresh.registry import LogInfo, LogUser, Registry
-from dbt.adapters.fastrefresh.sqltext import TableName, literal, timestamp
+from dbt.adapters.fastrefresh.master_side import (
+    execute_purge,
+    plan_purge,
+    read_view_state,
+    view_positions,
+)
+from dbt.adapters.fastrefresh.mlog import load_log, log_lock, no_log_error, record_state
+from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for
+from dbt.adapters.fastrefresh.state import VIEW_CONFIG, VIEW_STATE
 
 
-@dataclass(frozen=True)
-class PurgeResult:
-    rows: int
-    doomed: tuple[str, ...]
-
-
-def _position(log: LogInfo, user: LogUser) -> object:
-    return user.last_sequence if log.commit_scn else user.last_refresh
-
-
-def doomed_views(log: LogInfo, users: Sequence[LogUser]) -> list[str]:
-    """Views whose last refresh is older than what the log has purged (pure)."""
-    out = []
-    for u in users:
-        if log.commit_scn:
-            if u.last_sequence < log.purged_sequence:
-                out.append(str(u.mview))
-        elif log.purged_through is not None and u.last_refresh < log.purged_through:
-            out.append(str(u.mview))
-    return sorted(out)
-
-
-@dataclass(frozen=True)
-class Purge:
-    """One log's purge, planned: the DELETE's condition (None: nothing to delete), and
-    the values the log's registry row takes with it."""
-
-    log: LogInfo
-    condition: str | None
-    values: dict[str, object]
-    result: PurgeResult
-
-
-def plan_purge(
-    log: LogInfo,
-    users: Sequence[LogUser],
-    now: dt.datetime,
-    keep: Sequence[LogUser] | None = None,
-    recorded: dict[str, object] | None = None,
-) -> Purge:
-    """What a purge keeping the rows the views in ``keep`` (default: all ``users``) still
-    need deletes and records (pure): the purge (time, rows, new oldest) and ``recorded``,
-    which the caller writes with it, and the views it leaves without rows they need."""
-    keep = list(users if keep is None else keep)
-    # Sequences are dense and purges cut prefixes, so the log holds exactly the rows
-    # (purged_sequence, last_sequence]. A view with last refresh L consumed exactly the
-    # rows stamped <= L, which are the rows up to its last_sequence: the purge boundary in
-    # sequence terms is the smallest last_sequence kept, and the purged count is known
-    # without scanning the log.
-    if keep:
-        to_sequence = min(u.last_sequence for u in keep)
-        if log.commit_scn:
-            condition = f"sequence__ <= {to_sequence}"
-        else:
-            boundary = min(u.last_refresh for u in keep)
-            condition = f"snaptime__ <= {timestamp(boundary)}"
-    else:
-        # Nobody is registered: no row is needed by anyone.
-        to_sequence = log.last_sequence
-        condition = f"sequence__ <= {to_sequence}"
-    rows = max(0, to_sequence - log.purged_sequence)
-    purged: dict[str, object] = {"purged_sequence": max(log.purged_sequence, to_sequence)}
-    if not log.commit_scn:
-        through = boundary if keep else now
-        purged["purged_through"] = (
-            max(through, log.purged_through) if log.purged_through else through
-        )
-    oldest = min((u.last_refresh for u in keep), default=None) or log.oldest
-    values = {
-        **(recorded or {}),
-        **purged,
-        "last_purge_time": now,
-        "last_purge_rows": rows,
-        "oldest": oldest,
-    }
-    updated = dataclasses.replace(log, **values)  # type: ignore[arg-type]
-    return Purge(
-        log,
-        condition if rows else None,
-        values,
-        PurgeResult(rows, tuple(doomed_views(updated, users))),
-    )
-
-
-def execute_purges(x: Executor, registry: Registry, purges: Sequence[Purge]) -> None:
-    """Delete the planned rows from each log, then write every log's registry row in one
-    commit. Caller holds the logs' locks."""
-    for purge in purges:
-        if purge.condition is not None:
-            x.execute(f"DELETE FROM {purge.log.log_table.sql} WHERE {purge.condition}")
-            upkeep.committed(x, purge.log.log_table)
-    registry.update_logs([(p.log, p.values) for p in purges])
-
-
-def purge_rows(
-    x: Executor,
-    registry: Registry,
-    log: LogInfo,
-    users: Sequence[LogUser],
-    now: dt.datetime,
-    keep: Sequence[LogUser] | None = None,
-    recorded: dict[str, object] | None = None,
-) -> PurgeResult:
-    """Purge what no view in ``keep`` (default: all ``users``) still needs (``plan_purge``).
-
-    Caller holds the log's lock. Returns the views that the purge left without the rows
-    they need.
-    """
-    purge = plan_purge(log, users, now, keep, recorded)
-    execute_purges(x, registry, [purge])
-    return purge.result
-
-
-def _mark_unusable(registry: Registry, views: Sequence[str]) -> None:
-    if views:
-        registry.update(
-            "mviews",
-            f"mview IN ({', '.join(literal(v) for v in views)})",
-            {"staleness": "UNUSABLE"},
-        )
-
-
-def purge_log(
-    x: Executor,
-    registry: Registry,
-    master_name: object,
-    num: int,
-    flag: str,
-    now: Callable[[], dt.datetime],
-) -> str:
+def purge_log(env: Env, master_name: object, num: object = 1, flag: object = "delete") -> str:
     """DBMS_MVIEW.PURGE_LOG: purge rows needed only by the ``num`` least recently
-    refreshed views (``flag='delete'``: at least one), which then need a complete refresh."""
+    refreshed views (``flag='delete'``: at least one), which then need a complete refresh.
+
+    Args:
+        master_name: the master whose log to purge (``schema.table``).
+        num: how many of the least recently refreshed views may lose rows.
+        flag: ``delete`` (at least one view, even with ``num=0``) or ``nop``.
+    """
     master = TableName.parse(master_name)
     if not isinstance(num, int) or isinstance(num, bool) or num < 0:
         raise FastRefreshError(
@@ -167,74 +42,107 @@ def purge_log(
             "for the num least recently refreshed views; flag='delete' for at least one, even "
             "when num=0."
         )
-    registry.ensure()
-    with holding_log(registry, master) as log:
-        users = sorted(registry.log_users(log.log_table), key=lambda u: _position(log, u))  # type: ignore[arg-type, return-value]
+    with env.runtime.holding([log_lock(log_table_for(master))]):
+        log = load_log(env, master)
+        if log is None:
+            raise no_log_error(master)
+        positions = view_positions(env, log)
+        claims = log.state.users
+
+        def place(view: str) -> int:
+            position = positions.get(view)
+            return position.last_sequence if position else claims[view].position
+
+        users = sorted(claims, key=lambda v: (place(v), v))
         count = max(num, 1) if str(flag).lower() == "delete" else num
-        keep = users[count:]
-        result = purge_rows(x, registry, log, users, now(), keep=keep)
-        _mark_unusable(registry, result.doomed)
-    doomed = (
-        f"; now needing a complete refresh: {', '.join(result.doomed)}" if result.doomed else ""
-    )
-    return f"purge_log {master}: deleted {result.rows} row(s) from {log.log_table}{doomed}"
+        plan = plan_purge(log, positions, env.clock(), keep=users[count:])
+        if plan is not None:
+            execute_purge(env, log, plan)
+            env.runtime.journal(env.registry).views.update(plan.doomed)
+    rows = plan.rows if plan else 0
+    doomed = plan.doomed if plan else ()
+    note = f"; now needing a complete refresh: {', '.join(doomed)}" if doomed else ""
+    return f"purge_log {master}: deleted {rows} row(s) from {log.log_table}{note}"
 
 
-def purge_mview_from_log(
-    x: Executor,
-    registry: Registry,
-    mview_name: object,
-    master_name: object | None,
-    now: Callable[[], dt.datetime],
-) -> str:
+def purge_mview_from_log(env: Env, mview_name: object, master_name: object | None = None) -> str:
     """DBMS_MVIEW.PURGE_MVIEW_FROM_LOG: drop one view's claim on its logs (or one master's)
     and purge the rows only it still needed. The view then needs a complete refresh."""
     mview = TableName.parse(mview_name)
     master = TableName.parse(master_name) if master_name else None
-    registry.ensure()
-    claims = [u for u in registry.users_of_mview(mview) if master is None or u.master == master]
-    if not claims:
+    candidates = _candidate_masters(env, mview) if master is None else [master]
+    messages = []
+    for name in candidates:
+        with env.runtime.holding([log_lock(log_table_for(name))]):
+            log = load_log(env, name)
+            if log is None or str(mview) not in log.state.users:
+                continue
+            users = {v: c for v, c in log.state.users.items() if v != str(mview)}
+            released = log.__class__(
+                log.config, log.state.replace(users=users), log.meta, log.found
+            )
+            plan = plan_purge(released, view_positions(env, released), env.clock())
+            if plan is not None:
+                execute_purge(env, released, plan)
+            else:
+                record_state(env, released, released.state)
+            env.runtime.journal(env.registry).released.add((str(log.log_table), str(mview)))
+            env.runtime.journal(env.registry).logs.add(str(name))
+            rows = plan.rows if plan else 0
+            messages.append(f"{log.log_table}: released, {rows} row(s) purged")
+    if not messages:
         where = f" on the log of {master}" if master else " on any log"
         raise FastRefreshError(
             f"{mview} is not registered{where}, so there is nothing to purge. Fix: check the "
             "names (schema.table; the fast_refresh_log_backlog model lists each log's views); "
             "a view purged before registers again at its next complete refresh."
         )
-    messages = []
-    for claim in sorted(claims, key=lambda c: str(c.log_table)):
-        with locks.holding([log_lock(claim.log_table)]):
-            log = registry.log_for_master(claim.master)
-            registry.delete(
-                "mview_log_users",
-                f"log_table = {literal(str(claim.log_table))} AND mview = {literal(str(mview))}",
-            )
-            if log is None:
-                continue
-            users = registry.log_users(log.log_table)
-            result = purge_rows(x, registry, log, users, now())
-            messages.append(f"{log.log_table}: released, {result.rows} row(s) purged")
-    _mark_unusable(registry, [str(mview)])
+    env.runtime.journal(env.registry).views.add(str(mview))
     return (
         f"purge_mview_from_log {mview}: "
         + "; ".join(messages)
-        + ("; the view needs a complete refresh to register again")
+        + "; the view needs a complete refresh to register again"
     )
 
 
-def unregister_mview(registry: Registry, mview_name: object) -> str:
+def _candidate_masters(env: Env, mview: TableName) -> list[TableName]:
+    """The masters whose logs may hold a claim of ``mview``: those its state and its
+    configuration name, and those the registry shows it on (it may be dropped)."""
+    from dbt.adapters.fastrefresh import registry
+    from dbt.adapters.fastrefresh.refresh import load_view
+
+    found: set[TableName] = set()
+    record = load_view(env, mview)
+    if record is not None and record.config is not None:
+        found.update(record.config.masters)
+    state = read_view_state(env, mview)
+    for name in state.positions if state else {}:
+        found.add(_master_of(TableName.parse(name)))
+    for claimed in registry.claimed_logs(env, mview):
+        found.add(_master_of(claimed))
+    return sorted(found)
+
+
+def _master_of(log_table: TableName) -> TableName:
+    return TableName(log_table.schema, log_table.table.removeprefix("mlog__"))
+
+
+def unregister_mview(env: Env, mview_name: object) -> str:
     """DBMS_MVIEW.UNREGISTER_MVIEW: forget the view's registration (not its log claims)."""
     mview = TableName.parse(mview_name)
-    registry.ensure()
-    if registry.mview(mview) is None:
+    meta = env.tables.load(mview, fresh=True)
+    if meta is None or VIEW_CONFIG not in meta.properties:
         raise FastRefreshError(
             f"{mview} is not a registered materialized view. Fix: check the name "
             "(schema.table); registered views are listed in the fast_refresh registry models."
         )
-    registry.delete("mviews", f"mview = {literal(str(mview))}")
-    claims = registry.users_of_mview(mview)
+    state = read_view_state(env, mview)
+    env.tables.set_properties(mview, {}, remove=[VIEW_CONFIG, VIEW_STATE])
+    env.runtime.journal(env.registry).unregistered.add(str(mview))
+    claims = sorted(state.positions) if state else []
     note = (
-        f"; its claims on {', '.join(sorted(str(c.log_table) for c in claims))} remain "
-        f"(release them with fast_refresh.purge_mview_from_log('{mview}'))"
+        f"; its claims on {', '.join(claims)} remain (release them with "
+        f"fast_refresh.purge_mview_from_log('{mview}'))"
         if claims
         else ""
     )

@@ -21,10 +21,11 @@ from dbt.adapters.spark.connections import (
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.fastrefresh import embedded
+from dbt.adapters.fastrefresh.env import DEFAULT_REGISTRY_SCHEMA
 
 logger = AdapterLogger("fastrefresh")
 
-DEFAULT_REGISTRY_SCHEMA = "fast_refresh"
+ICEBERG_API_CHOICES = ("auto", "java", "sql")
 
 
 def _project_dir() -> str | None:
@@ -45,8 +46,12 @@ class FastrefreshCredentials(SparkCredentials):
     # Folder of the embedded metastore and warehouse; relative paths are taken from the
     # dbt project folder. Default: <project>/.fastrefresh
     state_dir: str | None = None
-    # Schema of the registry tables (mview_logs, mview_log_users, mviews, refresh_runs).
+    # Schema of the registry (its table and views: mview_logs, mview_log_users, mviews, ...).
     registry_schema: str = DEFAULT_REGISTRY_SCHEMA
+    # How table metadata is read and the protocol's state committed: "auto" (Iceberg's
+    # Java API when Spark runs in this process, the session method; else SQL), "java"
+    # (require the Java API), "sql" (Spark SQL only, as over thrift/http/odbc).
+    iceberg_api: str = "auto"
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -67,6 +72,18 @@ class FastrefreshCredentials(SparkCredentials):
                 f"{self.method}. Fix: remove `embedded` (a {self.method} connection uses the "
                 "cluster's own Spark settings) or set method: session."
             )
+        self.iceberg_api = str(self.iceberg_api).lower()
+        if self.iceberg_api not in ICEBERG_API_CHOICES:
+            raise DbtRuntimeError(
+                f"iceberg_api must be one of {', '.join(ICEBERG_API_CHOICES)}, got "
+                f"{self.iceberg_api!r}. Fix: remove it (auto) or set iceberg_api: sql."
+            )
+        if self.iceberg_api == "java" and self.method != SparkConnectionMethod.SESSION:
+            raise DbtRuntimeError(
+                f"iceberg_api: java needs method: session (Spark in this process), but the "
+                f"profile says method: {self.method}. Fix: remove iceberg_api (auto uses SQL "
+                "over a remote connection) or set method: session."
+            )
         if self.embedded:
             state_dir = embedded.resolve_state_dir(self.state_dir, _project_dir())
             self.state_dir = str(state_dir)
@@ -79,7 +96,13 @@ class FastrefreshCredentials(SparkCredentials):
         return "fastrefresh"
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return (*super()._connection_keys(), "embedded", "state_dir", "registry_schema")
+        return (
+            *super()._connection_keys(),
+            "embedded",
+            "state_dir",
+            "registry_schema",
+            "iceberg_api",
+        )
 
 
 _PREPARE_LOCK = threading.Lock()

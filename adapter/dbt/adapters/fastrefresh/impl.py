@@ -2,26 +2,25 @@
 
 Everything dbt-spark does works unchanged. The ``fr_*`` methods are the package's entry
 points (materialization and run-operations); each has a parse-time stand-in, so parsing
-a project never touches Spark.
+a project never touches Spark. Each builds the protocol's ``Env`` from the connection:
+its SQL through dbt's connection of the calling thread, and its metadata through
+Iceberg's Java API when Spark runs in this process (``iceberg_api``), else through SQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base import BaseRelation, available
+from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 
-from dbt.adapters.fastrefresh import admin, capture, inspection, logs, refresh
-from dbt.adapters.fastrefresh import master as master_module
-from dbt.adapters.fastrefresh.clock import utcnow
-from dbt.adapters.fastrefresh.connections import (
-    DEFAULT_REGISTRY_SCHEMA,
-    FastrefreshConnectionManager,
-)
+from dbt.adapters.fastrefresh import admin, capture, inspection, mlog, refresh, registry
+from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
+from dbt.adapters.fastrefresh.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
 from dbt.adapters.fastrefresh.executor import AdapterExecutor
-from dbt.adapters.fastrefresh.registry import Registry
+from dbt.adapters.fastrefresh.refresh import TableSpec
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 if TYPE_CHECKING:
@@ -81,6 +80,8 @@ class FastrefreshAdapter(SparkAdapter):
         import shutil
         from pathlib import Path
 
+        from dbt.adapters.fastrefresh import master as master_module
+
         creds = self.config.credentials
         if not getattr(creds, "embedded", False) or not relation.schema or not relation.identifier:
             return
@@ -89,29 +90,55 @@ class FastrefreshAdapter(SparkAdapter):
         folder = (root / f"{relation.schema.lower()}.db" / relation.identifier.lower()).resolve()
         if root not in folder.parents or not folder.is_dir():
             return
-        executor = self._executor()
-        if master_module.table_exists(executor, TableName(relation.schema, relation.identifier)):
+        name = TableName(relation.schema, relation.identifier)
+        if master_module.table_exists(AdapterExecutor(self), name):
             return
         shutil.rmtree(folder, ignore_errors=True)
 
     # -- the Python layer ---------------------------------------------------------------
 
-    def _executor(self) -> AdapterExecutor:
-        return AdapterExecutor(self)
+    def _env(self) -> Env:
+        creds = self.config.credentials
+        x = AdapterExecutor(self)
+        return Env(
+            x,
+            tables_for(x, self._in_process_spark()),
+            registry=str(getattr(creds, "registry_schema", DEFAULT_REGISTRY_SCHEMA)).lower(),
+            shared_catalog=not getattr(creds, "embedded", False),
+        )
 
-    def _registry(self) -> Registry:
-        schema = getattr(self.config.credentials, "registry_schema", DEFAULT_REGISTRY_SCHEMA)
-        return Registry(self._executor(), schema)
+    def _in_process_spark(self) -> Any:
+        """This process's SparkSession when the Java path applies (session method,
+        ``iceberg_api`` not ``sql``), started with exactly the profile's settings."""
+        creds = self.config.credentials
+        if getattr(creds, "iceberg_api", "auto") == "sql":
+            return None
+        if creds.method != SparkConnectionMethod.SESSION:
+            return None
+        # Opening the connection prepares the embedded settings (jars) first.
+        self.connections.get_thread_connection().handle  # noqa: B018
+        from dbt.adapters.fastrefresh.embedded import session_builder
+
+        return session_builder(creds.server_side_parameters).getOrCreate()
 
     @available.parse(_parse_stub)
     def fr_registry_schema(self) -> str:
-        return self._registry().schema
+        return self._env().registry
 
     @available.parse(_parse_stub)
     def fr_ensure_registry(self) -> str:
-        registry = self._registry()
-        registry.ensure()
-        return f"registry ready in schema {registry.schema}"
+        env = self._env()
+        registry.ensure(env)
+        return f"registry ready in schema {env.registry}"
+
+    @available.parse(_parse_stub)
+    def fr_publish_registry(self) -> str:
+        return registry.publish(self._env())
+
+    def _published(self, env: Env, message: str) -> str:
+        """A run-operation's message, after publishing what it changed."""
+        registry.publish(env)
+        return message
 
     @available.parse(_parse_stub)
     def fr_create_mview_log(
@@ -120,34 +147,37 @@ class FastrefreshAdapter(SparkAdapter):
         columns: list[str] | None = None,
         commit_scn: bool = False,
         key: list[str] | None = None,
+        purge: str = "asynchronous",
     ) -> str:
-        return logs.create_mview_log(
-            self._executor(), self._registry(), master, columns, bool(commit_scn), key, utcnow
+        env = self._env()
+        message = mlog.create_mview_log(
+            env, master, columns=columns, commit_scn=bool(commit_scn), key=key, purge=purge
         )
+        return self._published(env, message)
 
     @available.parse(_parse_stub)
     def fr_drop_mview_log(self, master: Any) -> str:
-        return logs.drop_mview_log(self._executor(), self._registry(), master)
+        env = self._env()
+        return self._published(env, mlog.drop_mview_log(env, master))
 
     @available.parse(_parse_stub)
     def fr_capture_changes(self, master: Any = None) -> str:
-        registry = self._registry()
-        registry.ensure()
-        masters = [TableName.parse(master)] if master else [log.master for log in registry.logs()]
+        env = self._env()
+        masters = [TableName.parse(master)] if master else registry.logs_published(env)
         if not masters:
             return "capture: no materialized view logs are registered"
-        results = [
-            capture.capture(self._executor(), registry, m, utcnow).message() for m in masters
-        ]
-        return "\n".join(results)
+        results = [capture.capture(env, m).message() for m in masters]
+        return self._published(env, "\n".join(results))
 
     @available.parse(_parse_stub)
-    def fr_purge_log(self, master: Any, num: int = 1, flag: str = "delete") -> str:
-        return admin.purge_log(self._executor(), self._registry(), master, num, flag, utcnow)
+    def fr_purge_log(self, master: Any, num: Any = 1, flag: Any = "delete") -> str:
+        env = self._env()
+        return self._published(env, admin.purge_log(env, master, num, flag))
 
     @available.parse(_parse_stub)
     def fr_purge_mview_from_log(self, mview: Any, master: Any = None) -> str:
-        return admin.purge_mview_from_log(self._executor(), self._registry(), mview, master, utcnow)
+        env = self._env()
+        return self._published(env, admin.purge_mview_from_log(env, mview, master))
 
     @available.parse(lambda *args, **kwargs: {})
     def fr_refresh_model(
@@ -158,15 +188,24 @@ class FastrefreshAdapter(SparkAdapter):
         refresh_method: str,
         full_refresh: bool,
         table_options: str,
+        tblproperties: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The fast_refresh materialization's one call: refresh the model's view."""
         result = refresh.refresh_view(
-            self._executor(), self._registry(), TableName.parse(relation), sql,
-            str(refresh_method), bool(full_refresh), existing is not None, table_options, utcnow,
-        )  # fmt: skip
+            self._env(),
+            view=TableName.parse(relation),
+            sql=sql,
+            method=str(refresh_method),
+            full_refresh=bool(full_refresh),
+            exists=existing is not None,
+            table=TableSpec(
+                table_options, {str(k): str(v) for k, v in (tblproperties or {}).items()}
+            ),
+        )
         return {
-            "type": result.refresh_type, "reason": result.reason, "message": result.message(),
-            "log_rows": result.log_rows, "noop": result.noop, "seconds": round(result.seconds, 3),
+            "type": result.refresh_type, "reason": str(result.reason or ""),
+            "message": result.message(), "log_rows": result.log_rows, "noop": result.noop,
+            "seconds": round(result.seconds, 3),
         }  # fmt: skip
 
     @available.parse(_parse_stub)
@@ -177,26 +216,25 @@ class FastrefreshAdapter(SparkAdapter):
         method = {"f": "fast", "c": "complete", "?": "force"}.get(
             str(method).lower(), str(method).lower()
         )
-        results = refresh.refresh_mviews(
-            self._executor(), self._registry(), list(names), method, utcnow
-        )
-        return "\n".join(r.message() for r in results)
+        env = self._env()
+        results = inspection.refresh_mviews(env, list(names), method)
+        return self._published(env, "\n".join(r.message() for r in results))
 
     @available.parse(_parse_stub)
     def fr_explain_mview(self, target: Any) -> str:
-        return inspection.explain(self._executor(), self._registry(), str(target))
+        return inspection.explain(self._env(), str(target))
 
     @available.parse(lambda *args, **kwargs: ["FRESH", ""])
     def fr_staleness(self, relation: Any) -> list[str]:
-        state, why = inspection.staleness(
-            self._executor(), self._registry(), TableName.parse(relation), utcnow
-        )
+        env = self._env()
+        state, why = inspection.staleness(env, TableName.parse(relation))
         return [state, why]
 
     @available.parse(_parse_stub)
     def fr_pinned_definition(self, relation: Any) -> str:
-        return inspection.pinned_definition(self._registry(), TableName.parse(relation))
+        return inspection.pinned_definition(self._env(), TableName.parse(relation))
 
     @available.parse(_parse_stub)
     def fr_unregister_mview(self, mview: Any) -> str:
-        return admin.unregister_mview(self._registry(), mview)
+        env = self._env()
+        return self._published(env, admin.unregister_mview(env, mview))

@@ -1,54 +1,66 @@
-"""The registry: Oracle's SYS.MLOG$, SYS.SLOG$ and SNAP$, as Iceberg tables.
+"""The registry: the protocol's state and history, published as queryable tables.
 
-| table            | one row per          | Oracle            |
+The protocol keeps its facts on the tables they describe (``state.py``); refreshes read
+and write them there, and never the registry. The registry is where people and the
+package's registry models look: Oracle's dictionary views, here SQL views over one
+append-only Iceberg table, ``registry``, in the schema the profile field
+``registry_schema`` names (default ``fast_refresh``):
+
+| view | one row per | Oracle |
 |------------------|----------------------|-------------------|
-| mview_logs       | log                  | SYS.MLOG$         |
+| mview_logs       | log                  | SYS.MLOG$ / USER_MVIEW_LOGS |
 | mview_log_users  | (log, view)          | SYS.SLOG$         |
 | mviews           | view                 | SNAP$ / USER_MVIEWS |
 | refresh_runs     | refresh (history)    | -                 |
 | capture_runs     | non-empty capture    | -                 |
 
-The tables live in one schema (profile field ``registry_schema``, default
-``fast_refresh``), are created on first use, and carry the registry version as a table
-property so a later release can migrate them. Every write goes through this module and
-runs under the written table's lock (see ``locks``).
+``publish`` appends, in one commit, the current state of every log and view the process
+changed and the history it made since it last published; a view shows the newest row of
+each log, (log, view) and view. dbt-fastrefresh publishes at the end of every dbt
+invocation (the package's ``on-run-end`` hook) and of every run-operation, so a run of
+any number of models costs the registry one commit, not several per model. A process
+killed before it publishes loses the history rows of that invocation, not the state:
+the next publish of those objects shows it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import threading
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import itertools
+import json
+from collections.abc import Mapping
 from typing import Any
 
-from dbt.adapters.fastrefresh import locks, sqltext, upkeep
-from dbt.adapters.fastrefresh import master as mt
-from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.executor import Executor
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
+from dbt.adapters.events.logging import AdapterLogger
 
-REGISTRY_VERSION = 1
+from dbt.adapters.fastrefresh import master as mt
+from dbt.adapters.fastrefresh import sqltext
+from dbt.adapters.fastrefresh.decisions import NEEDS_COMPILE, ReasonCode
+from dbt.adapters.fastrefresh.env import Env
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.mlog import METADATA_CLEANUP, LoadedLog, load_log
+from dbt.adapters.fastrefresh.runtime import Journal
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string
+from dbt.adapters.fastrefresh.state import Position, stamp
+
+logger = AdapterLogger("fastrefresh")
+
+REGISTRY_VERSION = 2
 VERSION_PROPERTY = "fast_refresh.registry-version"
-# Tables committed to by every refresh (the registry, the logs): keep their metadata small.
-METADATA_CLEANUP = {
-    "write.metadata.delete-after-commit.enabled": "true",
-    "write.metadata.previous-versions-max": "10",
-}
-# Registry tables are small and written a row at a time. Iceberg's default hash
-# distribution puts a shuffle before every UPDATE and DELETE (about 0.1 s of a 0.35 s
-# single-row UPDATE here). A registry created by an earlier release gets the properties it
-# lacks on first use; a property set by hand is left as it is.
+TABLE = "registry"
+# The registry takes one append per publish; Iceberg's default hash distribution would
+# add a shuffle before each write.
 TUNING_PROPERTIES = {
+    "write.distribution-mode": "none",
     "write.update.distribution-mode": "none",
     "write.delete.distribution-mode": "none",
     "write.merge.distribution-mode": "none",
     **METADATA_CLEANUP,
 }
+COMPACT_EVERY = 50  # publishes of this process between two compactions of the registry
 
-# Column lists, in table order. Types are Spark SQL types.
-TABLES: dict[str, list[tuple[str, str]]] = {
+# The registry views' columns, in order (Spark SQL types).
+VIEWS: dict[str, list[tuple[str, str]]] = {
     "mview_logs": [
         ("master", "STRING"),
         ("log_table", "STRING"),
@@ -70,6 +82,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("purged_sequence", "BIGINT"),
         ("younger_than", "TIMESTAMP_NTZ"),
         ("younger_reason", "STRING"),
+        ("purge", "STRING"),  # synchronous | asynchronous
     ],
     "mview_log_users": [
         ("log_table", "STRING"),
@@ -116,7 +129,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("captured_at", "TIMESTAMP_NTZ"),
         ("from_snapshot", "BIGINT"),
         ("to_snapshot", "BIGINT"),
-        ("snapshots", "BIGINT"),
+        ("snapshots", "INT"),
         ("first_sequence", "BIGINT"),
         ("last_sequence", "BIGINT"),
         ("log_rows", "BIGINT"),
@@ -125,400 +138,311 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("seconds", "DOUBLE"),
     ],
 }
+# Each view's kind in the registry table, and whether it shows the newest row per name
+# (state) or every row (history).
+KINDS = {
+    "mview_logs": ("log", True),
+    "mview_log_users": ("log_user", True),
+    "mviews": ("mview", True),
+    "refresh_runs": ("refresh_run", False),
+    "capture_runs": ("capture_run", False),
+}
+_SEQ = itertools.count(1)
 
 
-@dataclass(frozen=True)
-class LogInfo:
-    """One row of ``mview_logs``."""
-
-    master: TableName
-    log_table: TableName
-    flavour: str
-    key_columns: tuple[str, ...]
-    logged_columns: tuple[str, ...]
-    master_columns: tuple[str, ...]
-    keyless: bool
-    created: dt.datetime
-    oldest: dt.datetime | None
-    youngest: dt.datetime | None
-    last_purge_time: dt.datetime | None
-    last_purge_rows: int
-    captured_through: int | None
-    captured_at: dt.datetime | None
-    last_sequence: int
-    marked_sequence: int
-    purged_through: dt.datetime | None
-    purged_sequence: int
-    younger_than: dt.datetime
-    younger_reason: str | None
-
-    @property
-    def commit_scn(self) -> bool:
-        return self.flavour == "COMMIT_SCN"
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        """The master columns the log holds: key columns first, then the logged ones."""
-        return self.key_columns + tuple(c for c in self.logged_columns if c not in self.key_columns)
+def table(env: Env) -> TableName:
+    return TableName(env.registry, TABLE)
 
 
-@dataclass(frozen=True)
-class LogUser:
-    """One row of ``mview_log_users``: a view's claim on a log."""
-
-    log_table: TableName
-    master: TableName
-    mview: TableName
-    registered_at: dt.datetime
-    last_refresh: dt.datetime
-    last_sequence: int
-    master_snapshot: int | None
-
-
-@dataclass(frozen=True)
-class MviewInfo:
-    """One row of ``mviews``."""
-
-    mview: TableName
-    query_hash: str
-    refresh_method: str
-    masters: tuple[TableName, ...]
-    shape: str | None
-    last_refresh_type: str | None
-    last_refresh_time: dt.datetime | None
-    staleness: str
-    last_fallback_reason: str | None
-    view_snapshot: int | None
-    master_snapshots: Mapping[str, int] = field(default_factory=dict)
-    master_schema_hash: str | None = None
-    registered_at: dt.datetime | None = None
-    definition: str | None = None
-    table_options: str | None = None
-
-
-def _row_to_dict(table: str, row: tuple[Any, ...]) -> dict[str, Any]:
-    return {name: value for (name, _), value in zip(TABLES[table], row, strict=True)}
-
-
-_ENSURED: set[str] = set()
-_ENSURE_LOCK = threading.Lock()
-
-# A log's registry values that a refresh's capture wrote into the log but left for its
-# wrap-up to record, in the one ``mview_logs`` write that wrap-up makes anyway (see
-# ``Registry.defer_log``). Keyed by (registry schema, log table); each entry keeps the
-# stored row it was based on, and applies only while the stored row is still that one.
-_DEFERRED: dict[tuple[str, str], tuple[LogInfo, dict[str, Any]]] = {}
-
-
-class Registry:
-    """Reads and writes of the registry tables in one schema."""
-
-    def __init__(self, executor: Executor, schema: str) -> None:
-        self.x = executor
-        self.schema = schema.lower()
-
-    def table(self, name: str) -> TableName:
-        return TableName(self.schema, name)
-
-    def lock_name(self, name: str) -> str:
-        return f"registry:{self.schema}.{name}"
-
-    # -- creation and versioning -------------------------------------------------------
-
-    def ensure(self) -> None:
-        """Create the schema and any missing table; refuse a registry of a newer release."""
-        with _ENSURE_LOCK:
-            if self.schema in _ENSURED:
-                return
-            with locks.holding(self.lock_name(t) for t in TABLES):
-                self.x.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(self.schema)}")
-                existing = mt.table_names(self.x, self.schema)
-                for name, columns in TABLES.items():
-                    if name in existing:
-                        self._check_existing(name)
-                        continue
-                    cols = ",\n  ".join(f"{ident(c)} {t}" for c, t in columns)
-                    properties = {
-                        VERSION_PROPERTY: str(REGISTRY_VERSION),
-                        "format-version": "2",
-                        **TUNING_PROPERTIES,
-                    }
-                    self.x.execute(
-                        f"CREATE TABLE IF NOT EXISTS {self.table(name).sql} (\n  {cols}\n) "
-                        f"USING iceberg TBLPROPERTIES ({sqltext.properties(properties)})"
-                    )
-            _ENSURED.add(self.schema)
-
-    def _check_existing(self, name: str) -> None:
-        """Refuse a table that is not a registry table of this or an earlier release;
-        add the tuning properties it lacks."""
-        properties = {
-            str(k): str(v) for k, v in self.x.query(f"SHOW TBLPROPERTIES {self.table(name).sql}")
-        }
-        value = properties.get(VERSION_PROPERTY)
-        try:
-            version = int(str(value))
-        except (TypeError, ValueError):
-            version = None
-        if version is None:
-            raise FastRefreshError(
-                f"{self.table(name)} exists but is not a dbt-fastrefresh registry table (no "
-                f"'{VERSION_PROPERTY}' property). Fix: set registry_schema in the profile to "
-                "a schema that holds only the registry, or rename that table."
-            )
-        if version > REGISTRY_VERSION:
-            raise FastRefreshError(
-                f"The registry {self.schema} was written by a newer dbt-fastrefresh (registry "
-                f"version {version}; this release knows {REGISTRY_VERSION}). Fix: upgrade "
-                "dbt-fastrefresh."
-            )
-        missing = {k: v for k, v in TUNING_PROPERTIES.items() if k not in properties}
-        if missing:
-            self.x.execute(
-                f"ALTER TABLE {self.table(name).sql} SET TBLPROPERTIES ({sqltext.properties(missing)})"
-            )
-
-    # -- generic row I/O ----------------------------------------------------------------
-
-    def select(self, name: str, where: str = "TRUE") -> list[dict[str, Any]]:
-        cols = ", ".join(ident(c) for c, _ in TABLES[name])
-        rows = self.x.query(f"SELECT {cols} FROM {self.table(name).sql} WHERE {where}")
-        return [_row_to_dict(name, row) for row in rows]
-
-    def insert(self, name: str, rows: Iterable[Mapping[str, Any]]) -> None:
-        rows = list(rows)
-        if not rows:
-            return
-        columns = TABLES[name]
-        values = ",\n".join(
-            "(" + ", ".join(_sql_value(row.get(c), t) for c, t in columns) + ")" for row in rows
+def view_sql(env: Env, view: str) -> str:
+    """The SELECT of one registry view over the registry table (pure)."""
+    kind, latest = KINDS[view]
+    columns = VIEWS[view]
+    fields = ", ".join(f"{c} {'STRING' if t == 'TIMESTAMP_NTZ' else t}" for c, t in columns)
+    picks = ", ".join(
+        f"CAST(p.{c} AS TIMESTAMP_NTZ) AS {c}" if t == "TIMESTAMP_NTZ" else f"p.{c} AS {c}"
+        for c, t in columns
+    )
+    source = table(env).sql
+    if latest:
+        rows = (
+            f"SELECT payload, deleted FROM (SELECT payload, deleted, row_number() OVER "
+            f"(PARTITION BY name ORDER BY recorded DESC, seq DESC) AS rank__ FROM {source} "
+            f"WHERE kind = {string(kind)}) WHERE rank__ = 1 AND NOT deleted"
         )
-        with locks.holding([self.lock_name(name)]):
-            self.x.execute(f"INSERT INTO {self.table(name).sql} VALUES\n{values}")
-            upkeep.committed(self.x, self.table(name))
+    else:
+        rows = f"SELECT payload FROM {source} WHERE kind = {string(kind)}"
+    return f"SELECT {picks} FROM (SELECT from_json(payload, {string(fields)}) AS p FROM ({rows}))"
 
-    def update(self, name: str, where: str, values: Mapping[str, Any]) -> None:
-        """Set ``values`` in the rows ``where`` picks (see ``_update_table``)."""
-        types = dict(TABLES[name])
-        self._update_table(
-            name,
-            [
-                f"{ident(c)} = CASE WHEN ({where}) THEN {_sql_value(v, types[c])} "
-                f"ELSE {ident(c)} END"
-                for c, v in values.items()
-            ],
-        )
 
-    def _update_table(self, name: str, sets: Sequence[str]) -> None:
-        """One UPDATE of every row, each SET a CASE that keeps the rows not picked.
+# -- creation and versioning ---------------------------------------------------------------
 
-        No WHERE, on purpose: with one, Spark runs a copy-on-write UPDATE as two jobs, one
-        to find the data files that hold a picked row (runtime group filtering) and one
-        to rewrite them; without, one job rewrites the table. A registry table holds a
-        row per view or log, so that is cheaper (0.21 s against 0.39 s for a 10-file
-        table here), and it leaves the table one file, which its reads find sooner.
-        """
-        with locks.holding([self.lock_name(name)]):
-            self.x.execute(f"UPDATE {self.table(name).sql} SET {', '.join(sets)}")
-            upkeep.committed(self.x, self.table(name))
 
-    def update_rows(
-        self, name: str, keys: Sequence[str], rows: Sequence[Mapping[str, Any]]
-    ) -> None:
-        """Update several rows in one commit. Each of ``rows`` gives the values of the
-        ``keys`` that pick its row and of the columns to set there; a column a row does
-        not name keeps its value in that row. (An UPDATE with a CASE per column: Iceberg
-        runs it for about two thirds of a MERGE's time; see ``_update_table``.)"""
-        if not rows:
+def ensure(env: Env) -> None:
+    """Create the registry schema, table and views if missing; refuse a registry of a
+    newer release or a schema holding other tables of the same names."""
+    key = env.registry
+    if key in env.runtime.ensured:
+        return
+    with env.runtime.holding([f"registry:{key}"]):
+        if key in env.runtime.ensured:
             return
-        types = dict(TABLES[name])
-        picks = [
-            " AND ".join(f"{ident(k)} = {_sql_value(row[k], types[k])}" for k in keys)
-            for row in rows
-        ]
-        named = {c for row in rows for c in row}
-        sets = []
-        for column, sql_type in TABLES[name]:
-            if column in named and column not in keys:
-                cases = " ".join(
-                    f"WHEN {pick} THEN {_sql_value(row[column], sql_type)}"
-                    for pick, row in zip(picks, rows, strict=True)
-                    if column in row
+        env.sql.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(env.registry)}")
+        existing = mt.table_names(env.sql, env.registry)
+        if "mview_logs" in existing:
+            from dbt.adapters.fastrefresh import registry_migration
+
+            if registry_migration.is_v1(env):
+                registry_migration.migrate_v1(env)
+                existing = mt.table_names(env.sql, env.registry)
+        if TABLE in existing:
+            _check_version(env)
+        else:
+            create_table(env)
+        for view in VIEWS:
+            if view not in existing:
+                env.sql.execute(
+                    f"CREATE VIEW {TableName(env.registry, view).sql} AS {view_sql(env, view)}"
                 )
-                sets.append(f"{ident(column)} = CASE {cases} ELSE {ident(column)} END")
-        self._update_table(name, sets)
-
-    def delete(self, name: str, where: str) -> None:
-        with locks.holding([self.lock_name(name)]):
-            self.x.execute(f"DELETE FROM {self.table(name).sql} WHERE {where}")
-            upkeep.committed(self.x, self.table(name))
-
-    # -- typed accessors ----------------------------------------------------------------
-
-    def log_for_master(self, master: TableName) -> LogInfo | None:
-        rows = self.select("mview_logs", f"master = {literal(str(master))}")
-        return self._with_deferred(_log_info(rows[0])) if rows else None
-
-    def logs_for_masters(self, masters: Iterable[TableName]) -> dict[TableName, LogInfo]:
-        """``log_for_master`` of several masters in one read (a master without a log is
-        left out)."""
-        names = sorted({str(m) for m in masters})
-        if not names:
-            return {}
-        rows = self.select("mview_logs", f"master IN ({', '.join(map(literal, names))})")
-        return {i.master: i for i in (self._with_deferred(_log_info(r)) for r in rows)}
-
-    def logs(self) -> list[LogInfo]:
-        return [self._with_deferred(_log_info(r)) for r in self.select("mview_logs")]
-
-    def log_users(self, log_table: TableName) -> list[LogUser]:
-        rows = self.select("mview_log_users", f"log_table = {literal(str(log_table))}")
-        return [_log_user(r) for r in rows]
-
-    def users_of_logs(self, log_tables: Iterable[TableName]) -> dict[TableName, list[LogUser]]:
-        """``log_users`` of several logs in one read (every log asked for has an entry)."""
-        names = sorted({str(t) for t in log_tables})
-        users: dict[TableName, list[LogUser]] = {TableName.parse(n): [] for n in names}
-        if names:
-            where = f"log_table IN ({', '.join(map(literal, names))})"
-            for user in map(_log_user, self.select("mview_log_users", where)):
-                users[user.log_table].append(user)
-        return users
-
-    def users_of_mview(self, mview: TableName) -> list[LogUser]:
-        rows = self.select("mview_log_users", f"mview = {literal(str(mview))}")
-        return [_log_user(r) for r in rows]
-
-    def mview(self, mview: TableName) -> MviewInfo | None:
-        rows = self.select("mviews", f"mview = {literal(str(mview))}")
-        return _mview_info(rows[0]) if rows else None
-
-    def update_log(self, log: LogInfo, **values: Any) -> None:
-        """Write a log's registry row, with whatever was deferred for it (caller holds
-        the log's lock and read ``log`` under it)."""
-        self.update_logs([(log, values)])
-
-    def update_logs(self, updates: Sequence[tuple[LogInfo, Mapping[str, Any]]]) -> None:
-        """``update_log`` for several logs, in one commit (caller holds their locks)."""
-        rows = []
-        for log, values in updates:
-            key = (self.schema, str(log.log_table))
-            deferred = _DEFERRED[key][1] if key in _DEFERRED else {}
-            rows.append({**deferred, **values, "log_table": str(log.log_table)})
-        self.update_rows("mview_logs", ["log_table"], rows)
-        for log, _ in updates:
-            _DEFERRED.pop((self.schema, str(log.log_table)), None)
-
-    def defer_log(self, stored: LogInfo, **values: Any) -> None:
-        """Record ``values`` for a log with its next ``update_log`` instead of now.
-
-        For capture inside a refresh's setup, whose wrap-up writes the log's row anyway:
-        one registry commit instead of two. Until then, this process reads the row with
-        the values applied. Rows a capture appended above the stored ``last_sequence``
-        stay leftovers to any other process, and to this one after a crash, so the next
-        capture there removes and captures them again: the protocol's recovery from a
-        capture that died before its registry write. ``stored``: the row as stored, read
-        under the log's lock (``log_for_master`` of the same process gives it with earlier
-        deferred values applied; those are kept).
-        """
-        key = (self.schema, str(stored.log_table))
-        base, earlier = _DEFERRED.get(key, (stored, {}))
-        _DEFERRED[key] = (base, {**earlier, **values})
-
-    def forget_deferred(self, log_table: TableName) -> None:
-        _DEFERRED.pop((self.schema, str(log_table)), None)
-
-    def _with_deferred(self, stored: LogInfo) -> LogInfo:
-        key = (self.schema, str(stored.log_table))
-        entry = _DEFERRED.get(key)
-        if entry is None:
-            return stored
-        base, values = entry
-        if (base.created, base.last_sequence, base.captured_through) != (
-            stored.created,
-            stored.last_sequence,
-            stored.captured_through,
-        ):
-            # The stored row moved on without us (another process, a recreated log): the
-            # deferred values are stale, and the rows they describe are leftovers.
-            _DEFERRED.pop(key, None)
-            return stored
-        return dataclasses.replace(stored, **values)
+        env.runtime.ensured.add(key)
 
 
-def _sql_value(value: Any, sql_type: str) -> str:
-    if value is None:
-        return f"CAST(NULL AS {sql_type})"
-    if sql_type.startswith("ARRAY"):
-        inner = sql_type[len("ARRAY<") : -1]
-        items = ", ".join(_sql_value(v, inner) for v in value)
-        return f"CAST(array({items}) AS {sql_type})"
-    if sql_type.startswith("MAP"):
-        if not value:
-            return f"CAST(map() AS {sql_type})"
-        items = ", ".join(f"{literal(str(k))}, {literal(v)}" for k, v in value.items())
-        return f"CAST(map({items}) AS {sql_type})"
+def create_table(env: Env) -> None:
+    """The registry table, if missing (its views are created by ``ensure``)."""
+    properties = {
+        VERSION_PROPERTY: str(REGISTRY_VERSION), "format-version": "2", **TUNING_PROPERTIES,
+    }  # fmt: skip
+    env.sql.execute(
+        f"CREATE TABLE IF NOT EXISTS {table(env).sql} (kind STRING, name STRING, "
+        "recorded TIMESTAMP_NTZ, seq BIGINT, deleted BOOLEAN, payload STRING) USING "
+        f"iceberg TBLPROPERTIES ({sqltext.properties(properties)})"
+    )
+
+
+def _check_version(env: Env) -> None:
+    rows = env.sql.query(f"SHOW TBLPROPERTIES {table(env).sql} ({string(VERSION_PROPERTY)})")
+    value = str(rows[0][1]) if rows else ""
+    if not value.isdigit():
+        raise FastRefreshError(
+            f"{table(env)} exists but is not a dbt-fastrefresh registry (no "
+            f"'{VERSION_PROPERTY}' property). Fix: set registry_schema in the profile to a "
+            "schema that holds only the registry, or rename that table."
+        )
+    if int(value) > REGISTRY_VERSION:
+        raise FastRefreshError(
+            f"The registry {env.registry} was written by a newer dbt-fastrefresh (registry "
+            f"version {value}; this release knows {REGISTRY_VERSION}). Fix: upgrade "
+            "dbt-fastrefresh."
+        )
+
+
+# -- publishing ------------------------------------------------------------------------------
+
+
+def publish(env: Env) -> str:
+    """Write what this process changed since its last publish to the registry (one
+    commit). Waits for the asynchronous purges first (their state is part of it)."""
+    for error in env.runtime.wait_for_purges():
+        logger.warning(
+            f"dbt-fastrefresh: an asynchronous purge failed: {error}. The log keeps the rows; "
+            "the next refresh purges them. Fix: none needed unless it repeats; then run "
+            "fast_refresh.purge_log for that master and check the warehouse is writable."
+        )
+    journal = env.runtime.take_journal(env.registry)
+    if journal.empty():
+        return "registry: nothing to publish"
+    try:
+        ensure(env)
+        rows = _rows(env, journal)
+        if rows:
+            env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
+            env.upkeep_commit(table(env))
+            _compact_when_due(env)
+    except Exception:
+        env.runtime.restore_journal(env.registry, journal)
+        raise
+    return f"registry: published {len(rows)} row(s) to {table(env)}"
+
+
+def history_row(kind: str, name: str, payload: Mapping[str, Any], recorded: dt.datetime) -> str:
+    """One VALUES row of the registry table (``registry_migration`` appends history)."""
+    return _row(kind, name, payload, recorded)
+
+
+def _row(kind: str, name: str, payload: Mapping[str, Any] | None, recorded: dt.datetime) -> str:
+    body = "NULL" if payload is None else literal(json.dumps(payload, default=_json_value))
+    return (
+        f"({literal(kind)}, {literal(name)}, {sqltext.timestamp(recorded)}, {next(_SEQ)}L, "
+        f"{'TRUE' if payload is None else 'FALSE'}, {body})"
+    )
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return stamp(value)
     if isinstance(value, TableName):
-        value = str(value)
-    return f"CAST({literal(value)} AS {sql_type})"
+        return str(value)
+    raise TypeError(f"cannot publish {type(value).__name__}")
 
 
-def _names(values: Iterable[str] | None) -> tuple[str, ...]:
-    return tuple(values or ())
+def _rows(env: Env, journal: Journal) -> list[str]:
+    now = env.clock()
+    rows: list[str] = []
+    for log_table in sorted(journal.dropped_logs):
+        rows.append(_row("log", log_table, None, now))
+    for log_table, view in sorted(journal.released):
+        rows.append(_row("log_user", f"{log_table}|{view}", None, now))
+    for view in sorted(journal.unregistered):
+        rows.append(_row("mview", view, None, now))
+    views = set(journal.views)
+    for master in sorted(journal.logs):
+        log = load_log(env, TableName.parse(master))
+        if log is None:
+            continue
+        described = describe_log(env, log)
+        rows.append(_row("log", str(log.log_table), described.row, now))
+        for user in described.users:
+            rows.append(_row("log_user", f"{user['log_table']}|{user['mview']}", user, now))
+            views.add(str(user["mview"]))
+    failures = {r.mview: r for r in journal.refreshes if r.status == "FAILED"}
+    last = {r.mview: r for r in journal.refreshes}
+    for view in sorted(views - journal.unregistered):
+        row = describe_view(env, TableName.parse(view), failures.get(view), last.get(view))
+        if row is not None:
+            rows.append(_row("mview", view, row, now))
+    for r in journal.refreshes:
+        rows.append(_row("refresh_run", r.run_id, {
+            "run_id": r.run_id, "mview": r.mview, "started": r.started, "ended": r.ended,
+            "refresh_type": r.refresh_type, "reason": r.reason, "log_rows_read": r.log_rows_read,
+            "rows_applied": None, "status": r.status, "error": r.error,
+            "phase_seconds": r.phases,
+        }, now))  # fmt: skip
+    for c in journal.captures:
+        payload = {name: getattr(c, name) for name, _ in VIEWS["capture_runs"]}
+        rows.append(_row("capture_run", f"{c.log_table}@{c.last_sequence}", payload, now))
+    return rows
 
 
-def _log_info(row: dict[str, Any]) -> LogInfo:
-    return LogInfo(
-        master=TableName.parse(row["master"]),
-        log_table=TableName.parse(row["log_table"]),
-        flavour=row["flavour"],
-        key_columns=_names(row["key_columns"]),
-        logged_columns=_names(row["logged_columns"]),
-        master_columns=_names(row["master_columns"]),
-        keyless=bool(row["keyless"]),
-        created=row["created"],
-        oldest=row["oldest"],
-        youngest=row["youngest"],
-        last_purge_time=row["last_purge_time"],
-        last_purge_rows=int(row["last_purge_rows"] or 0),
-        captured_through=row["captured_through"],
-        captured_at=row["captured_at"],
-        last_sequence=int(row["last_sequence"] or 0),
-        marked_sequence=int(row["marked_sequence"] or 0),
-        purged_through=row["purged_through"],
-        purged_sequence=int(row["purged_sequence"] or 0),
-        younger_than=row["younger_than"],
-        younger_reason=row["younger_reason"],
+class DescribedLog:
+    """A log as the registry shows it: its row and its users' rows."""
+
+    def __init__(self, row: dict[str, Any], users: list[dict[str, Any]]) -> None:
+        self.row, self.users = row, users
+
+
+def describe_log(env: Env, log: LoadedLog) -> DescribedLog:
+    """The registry's rows of a log and its registered views (Oracle's MLOG$ and SLOG$):
+    each view's place from its own state, its claim's where that cannot be read. OLDEST and
+    YOUNGEST are the least and most recent refresh of a registered view (seed 001)."""
+    from dbt.adapters.fastrefresh.master_side import read_view_state
+
+    config, state = log.config, log.state
+    epoch = state.epoch_id(config)
+    users = []
+    times = []
+    for view, claim in sorted(state.users.items()):
+        view_state = read_view_state(env, TableName.parse(view))
+        position: Position | None = (
+            view_state.positions.get(str(log.log_table)) if view_state else None
+        )
+        if position is None or position.epoch != epoch:
+            last_refresh, last_sequence = claim.since, claim.position
+        else:
+            last_refresh, last_sequence = position.last_refresh, position.last_sequence
+        times.append(last_refresh)
+        users.append({
+            "log_table": str(log.log_table), "master": str(config.master), "mview": view,
+            "registered_at": claim.registered_at, "last_refresh": last_refresh,
+            "last_sequence": last_sequence,
+            "master_snapshot": (view_state.master_snapshots.get(str(config.master))
+                                if view_state else None),
+        })  # fmt: skip
+    row = {
+        "master": str(config.master), "log_table": str(config.log_table),
+        "flavour": config.flavour.value, "key_columns": list(config.key_columns),
+        "logged_columns": list(config.logged_columns),
+        "master_columns": list(config.master_columns), "keyless": config.keyless,
+        "created": config.created, "oldest": min(times, default=state.oldest),
+        "youngest": max([state.youngest, *times]), "last_purge_time": state.last_purge_time,
+        "last_purge_rows": state.last_purge_rows, "captured_through": state.captured_through,
+        "captured_at": state.captured_at, "last_sequence": state.last_sequence,
+        "marked_sequence": state.marked_sequence, "purged_through": state.purged_through,
+        "purged_sequence": state.purged_sequence, "younger_than": state.younger_than,
+        "younger_reason": state.younger_reason, "purge": config.purge.value,
+    }  # fmt: skip
+    return DescribedLog(row, users)
+
+
+def describe_view(
+    env: Env, view: TableName, failure: Any = None, last: Any = None
+) -> dict[str, Any] | None:
+    """The registry's row of a view (Oracle's USER_MVIEWS), with its staleness."""
+    from dbt.adapters.fastrefresh.inspection import staleness_of
+    from dbt.adapters.fastrefresh.refresh import load_view
+
+    record = load_view(env, view)
+    if record is None or record.config is None or record.state is None:
+        return None
+    config, state = record.config, record.state
+    staleness, why = staleness_of(env, record)
+    if failure is not None and last is failure and failure.reason_code:
+        code = ReasonCode(failure.reason_code)
+        staleness = "NEEDS_COMPILE" if code in NEEDS_COMPILE else "UNUSABLE"
+        why = failure.error
+    last_time = state.last_refresh_time
+    if last is not None and last.status == "SUCCESS" and last.ended > last_time:
+        last_time = last.started
+    return {
+        "mview": str(view), "query_hash": config.query_hash,
+        "refresh_method": state.refresh_method, "masters": [str(m) for m in config.masters],
+        "shape": config.shape, "last_refresh_type": state.last_refresh_type,
+        "last_refresh_time": last_time, "staleness": staleness,
+        "last_fallback_reason": state.last_fallback_reason if staleness != "UNUSABLE" or why is None else why,
+        "view_snapshot": record.found.anchor, "master_snapshots": dict(state.master_snapshots),
+        "master_schema_hash": config.master_schema_hash, "registered_at": config.registered_at,
+        "definition": config.definition, "table_options": config.table_options,
+    }  # fmt: skip
+
+
+def _compact_when_due(env: Env) -> None:
+    """Every ``COMPACT_EVERY`` publishes, delete the state rows newer ones replaced."""
+    key = f"publish:{env.registry}"
+    count = env.runtime.commits.get(key, 0) + 1
+    env.runtime.commits[key] = count % COMPACT_EVERY
+    if count < COMPACT_EVERY:
+        return
+    source = table(env).sql
+    kinds = ", ".join(string(k) for k, latest in KINDS.values() if latest)
+    env.sql.execute(
+        f"MERGE INTO {source} t USING (SELECT kind, name, recorded, seq FROM (SELECT kind, "
+        "name, recorded, seq, row_number() OVER (PARTITION BY kind, name ORDER BY recorded "
+        f"DESC, seq DESC) AS rank__ FROM {source} WHERE kind IN ({kinds})) WHERE rank__ > 1) s "
+        "ON t.kind = s.kind AND t.name = s.name AND t.recorded = s.recorded AND t.seq = s.seq "
+        "WHEN MATCHED THEN DELETE"
     )
+    env.upkeep_commit(table(env))
 
 
-def _log_user(row: dict[str, Any]) -> LogUser:
-    return LogUser(
-        log_table=TableName.parse(row["log_table"]),
-        master=TableName.parse(row["master"]),
-        mview=TableName.parse(row["mview"]),
-        registered_at=row["registered_at"],
-        last_refresh=row["last_refresh"],
-        last_sequence=int(row["last_sequence"] or 0),
-        master_snapshot=row["master_snapshot"],
+# -- reading -----------------------------------------------------------------------------------
+
+
+def select(env: Env, view: str, where: str = "TRUE") -> list[dict[str, Any]]:
+    """Rows of a registry view (as published)."""
+    ensure(env)
+    columns = VIEWS[view]
+    rows = env.sql.query(
+        f"SELECT {', '.join(ident(c) for c, _ in columns)} FROM "
+        f"{TableName(env.registry, view).sql} WHERE {where}"
     )
+    return [dict(zip([c for c, _ in columns], row, strict=True)) for row in rows]
 
 
-def _mview_info(row: dict[str, Any]) -> MviewInfo:
-    return MviewInfo(
-        mview=TableName.parse(row["mview"]),
-        query_hash=row["query_hash"],
-        refresh_method=row["refresh_method"],
-        masters=tuple(TableName.parse(m) for m in row["masters"] or ()),
-        shape=row["shape"],
-        last_refresh_type=row["last_refresh_type"],
-        last_refresh_time=row["last_refresh_time"],
-        staleness=row["staleness"],
-        last_fallback_reason=row["last_fallback_reason"],
-        view_snapshot=row["view_snapshot"],
-        master_snapshots=dict(row["master_snapshots"] or {}),
-        master_schema_hash=row["master_schema_hash"],
-        registered_at=row["registered_at"],
-        definition=row["definition"],
-        table_options=row["table_options"],
-    )
+def logs_published(env: Env) -> list[TableName]:
+    """The masters of every log the registry knows of (``capture_changes`` of all logs)."""
+    return sorted(TableName.parse(r["master"]) for r in select(env, "mview_logs"))
+
+
+def claimed_logs(env: Env, view: TableName) -> list[TableName]:
+    """The log tables the registry shows ``view`` registered on."""
+    rows = select(env, "mview_log_users", f"mview = {literal(str(view))}")
+    return sorted(TableName.parse(r["log_table"]) for r in rows)

@@ -108,6 +108,7 @@ class ViewPlan:
     qualified: str = ""  # the qualified query (stars expanded, columns qualified)
     expressions: tuple[str, ...] = field(default=())  # output expressions as written
     inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
+    reason_code: str | None = None  # decisions.ReasonCode value of ``reason``
 
     def columns_read_of(self, master: TableName) -> tuple[str, ...]:
         """The columns of ``master`` the query reads (over all its inputs, for a join)."""
@@ -193,8 +194,10 @@ def _qualify(tree: exp.Expression, schema: dict[str, object]) -> exp.Expression:
     )  # fmt: skip
 
 
-def _unsupported(sql: str, reason: str, masters: Sequence[TableName] = ()) -> ViewPlan:
-    return ViewPlan(sql, query_hash(sql), "unsupported", reason, tuple(masters))
+def _unsupported(
+    sql: str, reason: str, masters: Sequence[TableName] = (), code: str = "unsupported_query"
+) -> ViewPlan:
+    return ViewPlan(sql, query_hash(sql), "unsupported", reason, tuple(masters), reason_code=code)
 
 
 def _first_offender(tree: exp.Expression) -> str | None:
@@ -461,6 +464,7 @@ def _analyze_join(
                 f"the join reads {master}, which has no keyed materialized view log (a join "
                 "refreshes fast only when the log of every table it joins has a primary key)",
                 masters,
+                code="no_keyed_log",
             )
         tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
         tables[master.table] = {c.name: c.type for c in master_columns[master]}

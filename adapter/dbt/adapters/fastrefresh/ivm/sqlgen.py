@@ -613,3 +613,39 @@ def join_aggregate_merge(
     if plan.algebraic:
         return _aggregate_signed(plan, view, types, ctes, avg_types, rows)
     return _aggregate_recompute(plan, view, types, ctes, pins, rows)
+
+
+def delta_statement(
+    plan: ViewPlan,
+    view: TableName,
+    types: Mapping[str, str],
+    sources: Mapping[TableName, Source],
+    pins: Mapping[TableName, int | None],
+    old_pins: Mapping[TableName, int | None],
+    avg_types: Mapping[str, str],
+) -> str:
+    """The one MERGE that applies ``sources`` (the masters with changes) to the view: the
+    single place that maps a view's shape to its delta, for refresh and explain alike."""
+    if plan.shape == "join":
+        logs = {m: s for m, s in sources.items() if isinstance(s, LogSource)}
+        return join_merge(plan, view, types, logs, pins)
+    if plan.inputs:  # an aggregate over a join: every master's changes in one MERGE
+        return join_aggregate_merge(plan, view, types, sources, pins, old_pins, avg_types)
+    (source,) = sources.values()
+    return delta_merge(plan, view, types, source, pins, avg_types)
+
+
+def notes(plan: ViewPlan) -> list[str]:
+    """How the view's delta is computed, for ``explain_mview``."""
+    if plan.shape == "join":
+        return [
+            "a join reads the changed keys from its logs and joins their rows from the "
+            "masters at the pinned snapshots"
+        ]
+    if plan.inputs:
+        return [
+            "each table's changes (from its log, or from the master by time travel when the "
+            "log lacks a column) are joined with the tables before it as they are now and "
+            "the tables after it as they were"
+        ]
+    return []

@@ -1,0 +1,469 @@
+"""The capture statement: master commits become log rows in one INSERT (pure SQL text).
+
+For each master commit, capture reads the rows the commit removed and the rows it added
+(``tables.CommitReads``; how they are read depends on the path, see below). Rows both
+removed and added by one commit are copy-on-write carry-overs and cancel (multiset
+difference). On a keyed log, the rest pair up by key into updates (old and new image,
+``change_vector__`` of the changed columns); unpaired rows are deletes and inserts, so a
+key update is a delete plus an insert. A key-less log logs every change as a delete of
+the old row image and an insert of the new one.
+
+Reading what a commit touched:
+
+- Java path (``jvm.py``): the exact data files, staged as Spark scans (Iceberg's scan
+  task sets, as its own rewrite procedures use): files the commit removed, read at its
+  parent; files its delete files point into, rows live at the parent but not at the
+  commit (merge-on-read, position deletes or deletion vectors alike); files it added.
+- SQL path (``sql_commit_reads`` here): Iceberg does not prune files on ``_file``, so each
+  read carries a predicate built from the touched files' column bounds, kept cheap
+  (``prune_predicate``); the cost then follows the table's layout.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.fastrefresh import changevector as cv
+from dbt.adapters.fastrefresh import master as mt
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.executor import Executor
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string, timestamp
+from dbt.adapters.fastrefresh.state import LogConfig
+from dbt.adapters.fastrefresh.tables import CommitReads, SnapshotInfo
+
+UNMARKED_SQL = "TIMESTAMP_NTZ'4000-01-01 00:00:00'"
+# Spark evaluates the pruning predicate again on every row it reads (Iceberg prunes files
+# with it, but reports it as not fully applied). Per-file ranges prune best but cost a
+# disjunct per file: at 40 files of a 10M-row master they made the read 25-43 s instead
+# of about 1 s. Above MAX_PRUNE_FILES files, one envelope per column; when the files are
+# half the table or more, no ranges at all (pruning could spare at most half the scan).
+MAX_PRUNE_FILES = 8
+MAX_PRUNE_COLUMNS = 6
+LOG_META_COLUMNS = (
+    "snaptime__",
+    "dmltype__",
+    "old_new__",
+    "change_vector__",
+    "sequence__",
+    "xid__",
+)
+
+
+def duplicate_key_message(master: TableName) -> str:
+    return f"dbt-fastrefresh: master {master} has more than one row with key ("
+
+
+# -- the statement ------------------------------------------------------------------------
+
+
+def capture_statement(
+    config: LogConfig,
+    columns: Sequence[mt.Column],
+    reads: Sequence[CommitReads],
+    start_sequence: int,
+    stamp: dt.datetime | None = None,
+) -> str:
+    """One INSERT that appends the log rows of ``reads`` (pure).
+
+    ``stamp``: the refresh time to stamp the rows with, when capture runs inside a
+    refresh's setup (the first refresher would stamp them at once); otherwise rows are
+    appended unmarked (``4000-01-01``).
+    """
+    names = [c.name for c in columns]
+    sel = ", ".join(ident(n) for n in names)
+    removed_parts: list[str] = []
+    added_parts: list[str] = []
+    for read in reads:
+        head = f"SELECT {read.snapshot.snapshot_id}L AS xid__, {read.ordinal} AS ord__, {sel}"
+        if read.removed:
+            removed_parts.append(f"{head} FROM ({read.removed}) r__")
+        if read.added:
+            added_parts.append(f"{head} FROM ({read.added}) a__")
+    empty = f"SELECT 0L AS xid__, 0 AS ord__, {sel} FROM (SELECT {_nulls(columns)}) WHERE FALSE"
+    ctes = [
+        "removed AS (" + ("\n  UNION ALL ".join(removed_parts) or empty) + ")",
+        "added AS (" + ("\n  UNION ALL ".join(added_parts) or empty) + ")",
+    ]
+    log_cols = list(config.columns)
+    keyed = not config.keyless
+    key_only = keyed and not [c for c in config.logged_columns if c not in config.key_columns]
+    ncols = len(names)
+    delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
+    insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
+    if removed_parts and added_parts:
+        # One pass: rows removed and added by the same commit (copy-on-write carry-overs)
+        # cancel in a signed count per distinct row; what is left was really deleted
+        # (n__ < 0) or inserted (n__ > 0), |n__| times.
+        ctes += [
+            f"u AS (SELECT xid__, ord__, {sel}, -1 AS s__ FROM removed "
+            f"UNION ALL SELECT xid__, ord__, {sel}, 1 AS s__ FROM added)",
+            f"net AS (SELECT xid__, ord__, {sel}, sum(s__) AS n__ FROM u "
+            f"GROUP BY xid__, ord__, {sel} HAVING sum(s__) <> 0)",
+        ]
+    else:
+        side, sign = ("removed", -1) if removed_parts else ("added", 1)
+        ctes.append(f"net AS (SELECT xid__, ord__, {sel}, {sign} AS n__ FROM {side})")
+
+    if keyed and removed_parts and added_parts:
+        ctes += _pair_by_key(config, names, log_cols, key_only)
+    else:
+        sel_log = ", ".join(ident(c) for c in log_cols)
+        ctes.append(
+            "o AS (\n  "
+            f"SELECT xid__, ord__, IF(n__ < 0, 0, 1) AS half__, {sel_log}, "
+            "IF(n__ < 0, 'D', 'I') AS dmltype__, IF(n__ < 0, 'O', 'N') AS old_new__, "
+            f"IF(n__ < 0, {delete_vector}, {insert_vector}) AS change_vector__ FROM net "
+            "LATERAL VIEW explode(sequence(1, abs(n__))) r__ AS rep__)"
+        )
+    order_cols = (
+        list(config.key_columns)
+        if keyed
+        else [c.name for c in columns if c.comparable and c.name in log_cols]
+    )
+    order = ", ".join(["ord__", *(ident(c) for c in order_cols), "half__"])
+    if config.commit_scn:
+        snaptime = ""
+    else:
+        snaptime = f"{UNMARKED_SQL if stamp is None else timestamp(stamp)} AS snaptime__, "
+    select = (
+        f"SELECT {', '.join(ident(c) for c in log_cols)}, {snaptime}dmltype__, old_new__, "
+        f"change_vector__, {start_sequence}L + row_number() OVER (ORDER BY {order}) AS sequence__, "
+        "xid__ FROM o"
+    )
+    return "WITH " + ",\n".join(ctes) + f"\nINSERT INTO {config.log_table.sql}\n{select}"
+
+
+def _nulls(columns: Sequence[mt.Column]) -> str:
+    return ", ".join(f"CAST(NULL AS {c.type}) AS {ident(c.name)}" for c in columns)
+
+
+def _pair_by_key(
+    config: LogConfig, names: Sequence[str], log_cols: Sequence[str], key_only: bool
+) -> list[str]:
+    """CTEs pairing what is left by key: an old and a new image of one key is an update."""
+    keys = [ident(k) for k in config.key_columns]
+    row = ", ".join(f"{string(n)}, {ident(n)}" for n in names)
+    key_text = " || ', ' || ".join(f"cast({k} AS STRING)" for k in keys)
+    old = [f"o__.{ident(n)}" for n in names]
+    new = [f"w__.{ident(n)}" for n in names]
+    ncols = len(names)
+    delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
+    insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
+    fix = (
+        "; a keyed log needs a unique key. Fix: make the key unique, or drop the log and "
+        "create it with another key, or key-less (key=[])."
+    )
+    ctes = [
+        "k AS (SELECT xid__, ord__, "
+        "sum(IF(n__ < 0, -n__, 0)) AS nold__, sum(IF(n__ > 0, n__, 0)) AS nnew__, "
+        f"first(IF(n__ < 0, named_struct({row}), NULL), TRUE) AS o__, "
+        f"first(IF(n__ > 0, named_struct({row}), NULL), TRUE) AS w__, "
+        f"{', '.join(keys)} FROM net GROUP BY xid__, ord__, {', '.join(keys)})",
+        "j AS (SELECT xid__, ord__, nold__ > 0 AS has_old__, nnew__ > 0 AS has_new__, o__, "
+        f"w__, {', '.join(keys)} FROM k WHERE IF(greatest(nold__, nnew__) > 1, CAST(raise_error("
+        f"concat({string(duplicate_key_message(config.master))}, "
+        f"{key_text}, {string(') in snapshot ')}, cast(xid__ AS STRING), {string(fix)})) "
+        "AS BOOLEAN), TRUE))",
+    ]
+    vector = cv.sql_update_vector(old, new)
+    old_cols = ", ".join(f"{string(c)}, o__.{ident(c)}" for c in log_cols)
+    new_cols = ", ".join(f"{string(c)}, w__.{ident(c)}" for c in log_cols)
+    old_filter = "has_old__ AND NOT has_new__" if key_only else "has_old__"
+    new_old_new = "IF(has_old__, 'U', 'N')" if key_only else "'N'"
+    halves = (
+        f"IF({old_filter}, named_struct('half__', 0, {old_cols}, "
+        "'dmltype__', IF(has_new__, 'U', 'D'), 'old_new__', 'O', 'change_vector__', "
+        f"IF(has_new__, {vector}, {delete_vector})), NULL), "
+        f"IF(has_new__, named_struct('half__', 1, {new_cols}, "
+        f"'dmltype__', IF(has_old__, 'U', 'I'), 'old_new__', {new_old_new}, "
+        f"'change_vector__', IF(has_old__, {vector}, {insert_vector})), NULL)"
+    )
+    ctes.append(
+        "o AS (SELECT xid__, ord__, h__.* FROM j LATERAL VIEW "
+        f"inline(filter(array({halves}), e__ -> e__ IS NOT NULL)) h__)"
+    )
+    return ctes
+
+
+# -- the SQL path's reads: pruning predicates from metadata tables --------------------------
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A data file's bounds on one column, as strings cast back to the column type."""
+
+    column: str
+    type: str
+    lower: str | None
+    upper: str | None
+    has_nulls: bool
+    all_null: bool
+
+
+@dataclass(frozen=True)
+class DataFile:
+    path: str
+    bounds: tuple[Bounds, ...] = ()
+
+
+@dataclass
+class SnapshotChanges:
+    """The files one master commit touched."""
+
+    snapshot: SnapshotInfo
+    ordinal: int
+    added: list[DataFile] = field(default_factory=list)
+    removed: list[DataFile] = field(default_factory=list)
+    deleted_from: list[DataFile] = field(default_factory=list)  # merge-on-read deletes
+    delete_files: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.delete_files)
+
+
+def _column_term(b: Bounds) -> str | None:
+    column = ident(b.column)
+    if b.all_null:
+        return f"{column} IS NULL"
+    if b.lower is None or b.upper is None:
+        return None  # no usable bounds: this column cannot narrow the read
+    lower = f"CAST({string(b.lower)} AS {b.type})"
+    upper = f"CAST({string(b.upper)} AS {b.type})"
+    term = f"{column} BETWEEN {lower} AND {upper}"
+    return f"({column} IS NULL OR {term})" if b.has_nulls else term
+
+
+def prune_predicate(files: Sequence[DataFile], table_files: int | None = None) -> str:
+    """A predicate Iceberg can prune files with, true for every row of ``files``.
+
+    Per file, the AND of its column ranges; across files, the OR. Many files collapse to
+    one envelope per column; ``files`` that are half the table's ``table_files`` or more
+    get none (``TRUE``): see ``MAX_PRUNE_FILES``.
+    """
+    if not files:
+        return "FALSE"
+    if table_files is not None and 2 * len(files) >= table_files:
+        return "TRUE"
+    if len(files) > MAX_PRUNE_FILES:
+        files = [_envelope(files)]
+    disjuncts: list[str] = []
+    for f in files:
+        terms = [t for t in (_column_term(b) for b in f.bounds) if t]
+        if not terms:
+            return "TRUE"
+        conj = " AND ".join(terms)
+        if conj not in disjuncts:
+            disjuncts.append(conj)
+    return "(" + " OR ".join(f"({d})" for d in disjuncts) + ")"
+
+
+def _envelope(files: Sequence[DataFile]) -> DataFile:
+    """One pseudo-file whose ranges cover every file (for string/number/date types)."""
+    merged: dict[str, Bounds] = {}
+    for f in files:
+        for b in f.bounds:
+            m = merged.get(b.column)
+            if m is None:
+                merged[b.column] = b
+                continue
+            if m.lower is None or b.lower is None or m.upper is None or b.upper is None:
+                lower = upper = None
+            else:
+                lower = min(m.lower, b.lower, key=lambda v: _sort_key(v, b.type))
+                upper = max(m.upper, b.upper, key=lambda v: _sort_key(v, b.type))
+            merged[b.column] = Bounds(
+                b.column, b.type, lower, upper, m.has_nulls or b.has_nulls,
+                m.all_null and b.all_null,
+            )  # fmt: skip
+    # A column missing from any file's bounds cannot be used.
+    common = [
+        b
+        for name, b in merged.items()
+        if all(any(x.column == name for x in f.bounds) for f in files)
+    ]
+    return DataFile("<envelope>", tuple(common))
+
+
+def _sort_key(value: str, sql_type: str) -> Any:
+    if sql_type in ("tinyint", "smallint", "int", "bigint") or sql_type.startswith("decimal"):
+        from decimal import Decimal
+
+        return Decimal(value)
+    return value  # ISO dates/timestamps and strings order as text
+
+
+def _prune_columns(key_columns: Sequence[str], columns: Sequence[mt.Column]) -> list[mt.Column]:
+    by_name = {c.name: c for c in columns}
+    ordered = [by_name[k] for k in key_columns if k in by_name]
+    ordered += [c for c in columns if c.name not in key_columns]
+    return [c for c in ordered if c.prunable][:MAX_PRUNE_COLUMNS]
+
+
+def _bounds_select(prune: Sequence[mt.Column], prefix: str) -> str:
+    parts = []
+    for c in prune:
+        metric = f"{prefix}readable_metrics.{ident(c.name)}"
+        parts += [
+            f"CAST({metric}.lower_bound AS STRING)",
+            f"CAST({metric}.upper_bound AS STRING)",
+            f"{metric}.null_value_count",
+            f"{metric}.value_count",
+        ]
+    return ", ".join(parts) if parts else "NULL"
+
+
+def _parse_bounds(prune: Sequence[mt.Column], values: Sequence[object]) -> tuple[Bounds, ...]:
+    out = []
+    for i, c in enumerate(prune):
+        lower, upper, nulls, count = values[4 * i : 4 * i + 4]
+        if nulls is None and lower is None:
+            continue  # no metrics for this column
+        n_nulls, n_values = int(nulls or 0), int(count or 0)  # type: ignore[call-overload]
+        out.append(
+            Bounds(
+                c.name,
+                c.type,
+                None if lower is None else str(lower),
+                None if upper is None else str(upper),
+                has_nulls=n_nulls > 0,
+                all_null=n_values > 0 and n_nulls == n_values,
+            )
+        )
+    return tuple(out)
+
+
+def equality_delete_error(master: TableName, snapshot_id: int) -> FastRefreshError:
+    return FastRefreshError(
+        f"Snapshot {snapshot_id} of {master} wrote equality delete files (as Flink and some "
+        "streaming writers do); capture reads position deletes only. Fix: compact the master "
+        f"(CALL system.rewrite_data_files('{master}')) before it gets equality deletes, or "
+        "write it with Spark."
+    )
+
+
+def read_changes(
+    x: Executor,
+    master: TableName,
+    columns: Sequence[mt.Column],
+    key_columns: Sequence[str],
+    chain: Sequence[SnapshotInfo],
+) -> list[SnapshotChanges]:
+    """The files each snapshot of ``chain`` added, removed or deleted rows from."""
+    prune = _prune_columns(key_columns, columns)
+    relevant = [s for s in chain if s.operation != "replace"]
+    if not relevant:
+        return []
+    ids = ", ".join(str(s.snapshot_id) for s in relevant)
+    rows = x.query(
+        "SELECT DISTINCT snapshot_id, status, data_file.content, data_file.file_path, "
+        f"{_bounds_select(prune, '')} FROM {master.metadata('all_entries')} "
+        f"WHERE snapshot_id IN ({ids}) AND status IN (1, 2)"
+    )
+    changes = {s.snapshot_id: SnapshotChanges(s, i) for i, s in enumerate(relevant)}
+    for row in rows:
+        snapshot_id, status, content, path = int(row[0]), int(row[1]), int(row[2]), str(row[3])
+        change = changes[snapshot_id]
+        if content == 2:
+            raise equality_delete_error(master, snapshot_id)
+        if content == 1:
+            if status == 1:
+                change.delete_files.append(path)
+            continue  # a delete file dropped by a commit deletes nothing new
+        data_file = DataFile(path, _parse_bounds(prune, row[4:]))
+        (change.added if status == 1 else change.removed).append(data_file)
+    with_deletes = [c for c in changes.values() if c.delete_files]
+    if with_deletes:
+        _resolve_deleted_from(x, master, prune, with_deletes)
+    return [c for c in changes.values() if not c.empty]
+
+
+def _resolve_deleted_from(
+    x: Executor, master: TableName, prune: Sequence[mt.Column], changes: list[SnapshotChanges]
+) -> None:
+    """For merge-on-read commits: which data files their delete files point into."""
+    parts = [
+        f"SELECT {c.snapshot.snapshot_id} AS sid, file_path FROM "
+        f"{master.metadata('position_deletes')} VERSION AS OF {c.snapshot.snapshot_id} "
+        f"WHERE delete_file_path IN ({', '.join(literal(p) for p in c.delete_files)})"
+        for c in changes
+    ]
+    pairs = x.query("SELECT DISTINCT sid, file_path FROM (" + " UNION ALL ".join(parts) + ")")
+    by_snapshot: dict[int, set[str]] = {}
+    for sid, path in pairs:
+        by_snapshot.setdefault(int(sid), set()).add(str(path))
+    paths = sorted({p for ps in by_snapshot.values() for p in ps})
+    bounds: dict[str, tuple[Bounds, ...]] = {}
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        rows = x.query(
+            f"SELECT DISTINCT file_path, {_bounds_select(prune, '')} FROM "
+            f"{master.metadata('all_data_files')} "
+            f"WHERE file_path IN ({', '.join(literal(p) for p in chunk)})"
+        )
+        bounds.update({str(r[0]): _parse_bounds(prune, r[1:]) for r in rows})
+    for change in changes:
+        for path in sorted(by_snapshot.get(change.snapshot.snapshot_id, ())):
+            change.deleted_from.append(DataFile(path, bounds.get(path, ())))
+
+
+def _in_files(files: Sequence[DataFile]) -> str:
+    return ", ".join(literal(f.path) for f in files)
+
+
+def reads_of(
+    master: TableName, columns: Sequence[mt.Column], changes: Sequence[SnapshotChanges]
+) -> list[CommitReads]:
+    """The SQL path's SELECTs of each commit's removed and added rows (pure)."""
+    m = master.sql
+    names = [c.name for c in columns]
+    sel = ", ".join(ident(n) for n in names)
+    out = []
+    for ch in changes:
+        sid, parent = ch.snapshot.snapshot_id, ch.snapshot.parent_id
+        total = ch.snapshot.data_files  # at the parent too, give or take this commit's files
+        removed: list[str] = []
+        if ch.removed:
+            removed.append(
+                f"SELECT {sel} FROM {m} VERSION AS OF {parent} "
+                f"WHERE _file IN ({_in_files(ch.removed)}) AND {prune_predicate(ch.removed, total)}"
+            )
+        if ch.deleted_from:
+            # The rows live at the parent at the positions the commit's delete files name
+            # (a deletion vector also repeats earlier deletes: those rows were not live).
+            where = (
+                f"_file IN ({_in_files(ch.deleted_from)}) AND "
+                f"{prune_predicate(ch.deleted_from, total)}"
+            )
+            before = f"SELECT {sel}, _file AS f__, _pos AS p__ FROM {m} VERSION AS OF {parent} WHERE {where}"
+            deletes = (
+                f"SELECT file_path AS f__, pos AS p__ FROM {master.metadata('position_deletes')} "
+                f"VERSION AS OF {sid} WHERE delete_file_path IN "
+                f"({', '.join(literal(p) for p in ch.delete_files)})"
+            )
+            removed.append(
+                f"SELECT {', '.join('b.' + ident(n) for n in names)} FROM ({before}) b "
+                f"LEFT SEMI JOIN ({deletes}) d ON b.f__ = d.f__ AND b.p__ = d.p__"
+            )
+        added = None
+        if ch.added:
+            added = (
+                f"SELECT {sel} FROM {m} VERSION AS OF {sid} "
+                f"WHERE _file IN ({_in_files(ch.added)}) AND {prune_predicate(ch.added, total)}"
+            )
+        out.append(CommitReads(ch.snapshot, ch.ordinal, " UNION ALL ".join(removed) or None, added))
+    return out
+
+
+def sql_commit_reads(
+    x: Executor,
+    master: TableName,
+    columns: Sequence[mt.Column],
+    key_columns: Sequence[str],
+    snapshots: Sequence[SnapshotInfo],
+) -> list[CommitReads]:
+    """``Tables.capture_reads`` of the SQL path: metadata tables, then ``reads_of``."""
+    return reads_of(master, columns, read_changes(x, master, columns, key_columns, snapshots))

@@ -1,0 +1,86 @@
+"""Why a view refreshes completely: typed reasons, and the fix for each.
+
+A reason is a code (what kind of cause) and a detail (which object, what exactly). The
+code decides everything a program needs: whether the cause is expected (a first build,
+``--full-refresh``, ``refresh_method: complete`` never fail a ``fast`` refresh), which fix
+the error names, the staleness the registry shows. The detail is for people.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ReasonCode(str, enum.Enum):
+    METHOD_COMPLETE = "method_complete"
+    FULL_REFRESH = "full_refresh"
+    FIRST_BUILD = "first_build"
+    NOT_REGISTERED = "not_registered"
+    DEFINITION_CHANGED = "definition_changed"
+    MASTER_COLUMNS_CHANGED = "master_columns_changed"
+    UNFINISHED = "unfinished"
+    UNSUPPORTED_QUERY = "unsupported_query"
+    NO_KEYED_LOG = "no_keyed_log"
+    NO_LOG = "no_log"
+    LOG_YOUNGER = "log_younger"
+    NOT_REGISTERED_ON_LOG = "not_registered_on_log"
+    PURGED = "purged"
+    SNAPSHOT_UNKNOWN = "snapshot_unknown"
+    LOG_LACKS_COLUMNS = "log_lacks_columns"
+    HISTORY_GONE = "history_gone"
+    RANGE_TOO_LARGE = "range_too_large"
+
+
+EXPECTED = frozenset({ReasonCode.METHOD_COMPLETE, ReasonCode.FULL_REFRESH, ReasonCode.FIRST_BUILD})
+# Codes that make the registry say NEEDS_COMPILE (the definition or a master changed);
+# the others that fail a refresh make it UNUSABLE.
+NEEDS_COMPILE = frozenset({ReasonCode.DEFINITION_CHANGED, ReasonCode.MASTER_COLUMNS_CHANGED})
+
+_REBUILD = (
+    "run `dbt run --full-refresh -s <model>` once (a complete refresh), or set "
+    "refresh_method='force'"
+)
+FIXES: dict[ReasonCode, str] = {
+    ReasonCode.NO_LOG: (
+        "create it with dbt run-operation fast_refresh.create_mview_log --args "
+        "\"{{master: '{master}'}}\", then run with --full-refresh"
+    ),
+    ReasonCode.NO_KEYED_LOG: (
+        "create (or recreate) that table's log with a primary key: dbt run-operation "
+        "fast_refresh.create_mview_log --args \"{master: '<table>', key: ['<key column>']}\" "
+        "(columns: [] logs the key only, which a join needs), then run with --full-refresh"
+    ),
+    ReasonCode.UNSUPPORTED_QUERY: (
+        "rewrite the query into a supported shape (see docs/fast-refresh.md), or set "
+        "refresh_method='force'"
+    ),
+    ReasonCode.LOG_LACKS_COLUMNS: (
+        "rewrite the query into a supported shape (see docs/fast-refresh.md), or set "
+        "refresh_method='force'"
+    ),
+    ReasonCode.HISTORY_GONE: (
+        _REBUILD + "; to refresh fast after the next change, keep the masters' snapshots "
+        "longer than the time between refreshes (expire_snapshots older_than)"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a view cannot refresh fast now."""
+
+    code: ReasonCode
+    detail: str
+
+    @property
+    def expected(self) -> bool:
+        """A reason that is no failure: the view is meant to be rebuilt."""
+        return self.code in EXPECTED
+
+    def fix(self, **names: str) -> str:
+        """The fix to name in an error (``names`` fills in the objects it mentions)."""
+        return FIXES.get(self.code, _REBUILD).format(**names)
+
+    def __str__(self) -> str:
+        return self.detail

@@ -1,0 +1,429 @@
+"""``Tables`` through Iceberg's Java API, when Spark runs in this process (py4j).
+
+What it buys, measured on the embedded stack (``make bench-micro``): a table's current
+snapshot, properties and schema in a few milliseconds instead of a Spark statement each;
+the protocol's state carried by the snapshot summary of the data commit it describes
+(Iceberg's ``CommitMetadata``, a thread-local the Spark writers read), so recording it
+costs no commit of its own and cannot be torn from its data; capture reading exactly the
+data files a commit touched, staged as Spark scans (``ScanTaskSetManager``, as Iceberg's
+rewrite procedures do), where SQL can only filter on the files' column bounds.
+
+Every call sets this thread's active Spark session first: in a thread without one (dbt
+runs models in threads), Spark's catalog manager falls back to a default configuration
+and does not see the Iceberg session catalog. py4j pins each Python thread to one JVM
+thread, so the commit summary set here reaches the statements this thread runs next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from dbt.adapters.fastrefresh import master as mt
+from dbt.adapters.fastrefresh.capture_sql import equality_delete_error
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.executor import Executor
+from dbt.adapters.fastrefresh.sqltext import TableName, ident
+from dbt.adapters.fastrefresh.tables import SUMMARY_STATS, CommitReads, SnapshotInfo, TableMeta
+
+# Parquet splits: a large data file is read by several tasks (both cores), not one.
+SPLIT_SIZE = 32 * 1024 * 1024
+_FILE_PATH_FIELD = 2147483546  # Iceberg's reserved field id of a position delete's file_path
+_SPARK_TYPES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
+# A table's columns by (table uuid, schema id): a schema id never changes its columns, so
+# this memo is never stale and needs no reset.
+_SCHEMAS: dict[tuple[str, int], tuple[mt.Column, ...]] = {}
+
+
+def catalog_type(spark_type: Any) -> str:
+    """A Spark type from ``StructType.json()`` as ``DESCRIBE`` spells it (lower case).
+
+    >>> catalog_type({"type": "array", "elementType": "long", "containsNull": True})
+    'array<bigint>'
+    >>> catalog_type("decimal(12,2)")
+    'decimal(12,2)'
+    """
+    if isinstance(spark_type, str):
+        return _SPARK_TYPES.get(spark_type, spark_type)
+    kind = spark_type["type"]
+    if kind == "array":
+        return f"array<{catalog_type(spark_type['elementType'])}>"
+    if kind == "map":
+        key, value = catalog_type(spark_type["keyType"]), catalog_type(spark_type["valueType"])
+        return f"map<{key},{value}>"
+    if kind == "struct":
+        fields = ",".join(
+            f"{f['name'].lower()}:{catalog_type(f['type'])}" for f in spark_type["fields"]
+        )
+        return f"struct<{fields}>"
+    return str(kind)
+
+
+class _JvmHistory:
+    def __init__(self, table: Any, keys: Sequence[str]) -> None:
+        self.table, self.keys = table, keys
+
+    def get(self, snapshot_id: int) -> SnapshotInfo | None:
+        s = self.table.snapshot(snapshot_id)
+        if s is None:
+            return None
+        return _snapshot_info(s, self.keys)
+
+
+def _snapshot_info(s: Any, keys: Sequence[str]) -> SnapshotInfo:
+    summary = s.summary()
+    values = {}
+    for k in (*SUMMARY_STATS, *keys):
+        v = summary.get(k)
+        if v is not None:
+            values[k] = str(v)
+    parent = s.parentId()
+    return SnapshotInfo(
+        int(s.snapshotId()),
+        None if parent is None else int(parent),
+        str(s.operation()),
+        dt.datetime.fromtimestamp(s.timestampMillis() / 1000, dt.timezone.utc),
+        values,
+    )
+
+
+def _iterate(iterable: Any) -> Iterator[Any]:
+    it = iterable.iterator()
+    while it.hasNext():
+        yield it.next()
+
+
+class JvmTables:
+    """``Tables`` through Iceberg's Java API (see the module docstring)."""
+
+    kind = "java"
+
+    def __init__(self, spark: Any, x: Executor, state_keys: Sequence[str] = ()) -> None:
+        self.spark = spark
+        self.x = x
+        self.state_keys = tuple(state_keys)
+        self.jvm = spark._jvm
+        self.js = spark._jsparkSession
+
+    # -- loading -------------------------------------------------------------------------
+
+    def _activate(self) -> None:
+        self.jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.js)
+
+    def table(self, name: TableName) -> Any:
+        """The Iceberg table object (the session catalog's cached one); errors as Spark's."""
+        self._activate()
+        return self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.js, str(name))
+
+    def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
+        try:
+            table = self.table(name)
+        except Exception as exc:  # py4j wraps Spark's exceptions; tell the two cases apart
+            text = str(exc)
+            if "not an Iceberg table" in text:
+                from dbt.adapters.fastrefresh.tables import SqlTables
+
+                return SqlTables(self.x).load(name, fresh=fresh)
+            if "NoSuchTableException" in text or "TABLE_OR_VIEW_NOT_FOUND" in text:
+                return None
+            raise
+        if fresh:
+            table.refresh()
+        current = table.currentSnapshot()
+        properties = table.properties()
+        ours = {}
+        for key in self._our_keys():
+            value = properties.get(key)
+            if value is not None:
+                ours[key] = str(value)
+        schema = table.schema()
+        return TableMeta(
+            name=name,
+            iceberg=True,
+            provider="iceberg",
+            columns=self._columns(table, schema),
+            current_snapshot=None if current is None else int(current.snapshotId()),
+            properties=ours,
+            identifier_fields=tuple(sorted(str(f).lower() for f in schema.identifierFieldNames())),
+            format_version=int(table.operations().current().formatVersion()),
+        )
+
+    def _our_keys(self) -> tuple[str, ...]:
+        from dbt.adapters.fastrefresh.state import LOG_CONFIG, LOG_STATE, VIEW_CONFIG, VIEW_STATE
+
+        return (LOG_CONFIG, LOG_STATE, VIEW_CONFIG, VIEW_STATE)
+
+    def _columns(self, table: Any, schema: Any) -> tuple[mt.Column, ...]:
+        key = (str(table.uuid()), int(schema.schemaId()))
+        cached = _SCHEMAS.get(key)
+        if cached is None:
+            struct = self.jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)
+            fields = json.loads(struct.json())["fields"]
+            cached = tuple(mt.Column(f["name"].lower(), catalog_type(f["type"])) for f in fields)
+            _SCHEMAS[key] = cached
+        return cached
+
+    def history(self, name: TableName) -> _JvmHistory:
+        return _JvmHistory(self.table(name), self.state_keys)
+
+    # -- commits -------------------------------------------------------------------------
+
+    def set_properties(
+        self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
+    ) -> None:
+        update = self.table(name).updateProperties()
+        for key, value in values.items():
+            update = update.set(key, value)
+        for key in remove:
+            update = update.remove(key)
+        update.commit()
+
+    def _thread_local(self) -> Any:
+        cls = self.jvm.org.apache.iceberg.spark.CommitMetadata._java_lang_class
+        field = cls.getDeclaredField("COMMIT_PROPERTIES")
+        field.setAccessible(True)
+        return field.get(None)
+
+    @contextlib.contextmanager
+    def summary(self, values: Mapping[str, str]) -> Iterator[bool]:
+        holder = self._thread_local()
+        properties = self.jvm.java.util.HashMap()
+        for key, value in values.items():
+            properties.put(key, value)
+        holder.set(properties)
+        try:
+            yield True
+        finally:
+            holder.remove()
+
+    def delete_through(
+        self, name: TableName, column: str, value: int, summary: Mapping[str, str]
+    ) -> bool:
+        expressions = self.jvm.org.apache.iceberg.expressions.Expressions
+        delete = (
+            self.table(name)
+            .newDelete()
+            .deleteFromRowFilter(
+                expressions.lessThanOrEqual(column, self.jvm.java.lang.Long(int(value)))
+            )
+        )
+        for key, v in summary.items():
+            delete = delete.set(key, v)
+        try:
+            delete.commit()
+        except Exception as exc:
+            if "some, but not all, rows match" in str(exc) or "Cannot delete file" in str(exc):
+                return False
+            raise
+        return True
+
+    # -- capture's reads -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def capture_reads(
+        self,
+        master: TableName,
+        columns: Sequence[mt.Column],
+        key_columns: Sequence[str],
+        snapshots: Sequence[SnapshotInfo],
+    ) -> Iterator[list[CommitReads]]:
+        staged = _Staging(self, master, columns, key_columns)
+        try:
+            yield staged.reads(snapshots)
+        finally:
+            staged.close()
+
+
+class _Staging:
+    """The temporary views capture reads one master's commits from (see ``capture_reads``)."""
+
+    def __init__(
+        self,
+        tables: JvmTables,
+        master: TableName,
+        columns: Sequence[mt.Column],
+        key_columns: Sequence[str],
+    ) -> None:
+        self.t = tables
+        self.master = master
+        self.table = tables.table(master)
+        self.io = self.table.io()
+        self.names = [c.name for c in columns]
+        self.key_columns = list(key_columns)
+        self.views: list[str] = []
+        self.sets: list[str] = []
+        self.tag = uuid.uuid4().hex[:12]
+
+    def reads(self, snapshots: Sequence[SnapshotInfo]) -> list[CommitReads]:
+        out = []
+        ordinal = 0
+        for info in snapshots:
+            if info.operation == "replace":
+                continue
+            snapshot = self.table.snapshot(info.snapshot_id)
+            removed = list(_iterate(snapshot.removedDataFiles(self.io)))
+            added = list(_iterate(snapshot.addedDataFiles(self.io)))
+            deletes = list(_iterate(snapshot.addedDeleteFiles(self.io)))
+            if not (removed or added or deletes):
+                continue  # an empty commit (DML that matched nothing)
+            parts = []
+            if removed:
+                parts.append(self._select(self._stage(info.parent_id, removed)))
+            if deletes:
+                parts.append(self._deleted_rows(info, deletes))
+            added_sql = self._select(self._stage(info.snapshot_id, added)) if added else None
+            out.append(CommitReads(info, ordinal, " UNION ALL ".join(parts) or None, added_sql))
+            ordinal += 1
+        return out
+
+    def _select(self, view: str, alias: str = "") -> str:
+        prefix = f"{alias}." if alias else ""
+        return f"SELECT {', '.join(prefix + ident(n) for n in self.names)} FROM {view} {alias}"
+
+    def _deleted_rows(self, info: SnapshotInfo, deletes: list[Any]) -> str:
+        """Rows of the data files the commit's delete files point into, live at the parent
+        but not at the commit (position deletes and deletion vectors alike)."""
+        targets: set[str] = set()
+        for d in deletes:
+            if str(d.content().toString()) == "EQUALITY_DELETES":
+                raise equality_delete_error(self.master, info.snapshot_id)
+            targets |= self._referenced(d, info.snapshot_id)
+        files = [f for f in self._files_at(info.snapshot_id, targets)]
+        before = self._stage(info.parent_id, files, positions=True)
+        after = self._stage(info.snapshot_id, files, positions=True, only_positions=True)
+        return (
+            f"{self._select(before, 'b__')} LEFT ANTI JOIN {after} c__ "
+            "ON b__._file = c__._file AND b__._pos = c__._pos"
+        )
+
+    def _referenced(self, delete: Any, snapshot_id: int) -> set[str]:
+        """The data files a delete file points into."""
+        referenced = delete.referencedDataFile()
+        if referenced is not None:
+            return {str(referenced)}
+        lower, upper = delete.lowerBounds(), delete.upperBounds()
+        if lower is not None and upper is not None:
+            low, high = lower.get(_FILE_PATH_FIELD), upper.get(_FILE_PATH_FIELD)
+            if low is not None and high is not None:
+                decode = self.t.jvm.java.nio.charset.StandardCharsets.UTF_8
+                low_text = str(decode.decode(low.duplicate()).toString())
+                high_text = str(decode.decode(high.duplicate()).toString())
+                if low_text == high_text:
+                    return {low_text}
+        # A delete file over several data files without bounds: read its paths.
+        rows = self.t.spark.read.format(str(delete.format().toString()).lower()).load(
+            str(delete.location())
+        )
+        return {str(r[0]) for r in rows.select("file_path").distinct().collect()}
+
+    def _files_at(self, snapshot_id: int, paths: set[str]) -> list[Any]:
+        found = []
+        for task in _iterate(self.table.newScan().useSnapshot(snapshot_id).planFiles()):
+            if str(task.file().location()) in paths:
+                found.append(task.file())
+        return found
+
+    def _stage(
+        self,
+        snapshot_id: int | None,
+        files: Sequence[Any],
+        *,
+        positions: bool = False,
+        only_positions: bool = False,
+    ) -> str:
+        """A temporary view of ``files`` as they are at ``snapshot_id`` (deletes applied)."""
+        if snapshot_id is None:
+            raise FastRefreshError(
+                f"Capture of {self.master}: a commit removed files but has no parent snapshot. "
+                "Fix: run drop_mview_log and create_mview_log again (views then refresh "
+                "completely once)."
+            )
+        wanted = {str(f.location()) for f in files}
+        scan = (
+            self.table.newScan().useSnapshot(snapshot_id).ignoreResiduals()
+            .filter(self._bounds_filter(files))
+        )  # fmt: skip
+        tasks = self.t.jvm.java.util.ArrayList()
+        for task in _iterate(scan.planFiles()):
+            if str(task.file().location()) in wanted:
+                tasks.add(task)
+        set_id = f"fr-{self.tag}-{len(self.sets)}"
+        view = f"__fr_cap_{self.tag}_{len(self.views)}"
+        if tasks.size() != len(wanted):
+            raise FastRefreshError(
+                f"Capture of {self.master}: {len(wanted) - tasks.size()} data file(s) of "
+                f"snapshot {snapshot_id} could not be found in its metadata (expired or "
+                "removed under the capture). Fix: run capture again; if it persists, drop "
+                "and recreate the log (views then refresh completely once)."
+            )
+        if not wanted:
+            self.t.spark.sql(
+                f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM "
+                f"{self.master.sql} WHERE FALSE"
+            )
+            self.views.append(view)
+            return view
+        manager = self.t.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        manager.stageTasks(self.table, set_id, tasks)
+        self.sets.append(set_id)
+        frame = (
+            self.t.spark.read.format("iceberg").option("scan-task-set-id", set_id)
+            .option("split-size", str(SPLIT_SIZE)).load(str(self.master))
+        )  # fmt: skip
+        if only_positions:
+            frame = frame.select("_file", "_pos")
+        elif positions:
+            frame = frame.select(*self.names, "_file", "_pos")
+        else:
+            frame = frame.select(*self.names)
+        frame.createOrReplaceTempView(view)
+        self.views.append(view)
+        return view
+
+    def _bounds_filter(self, files: Sequence[Any]) -> Any:
+        """An Iceberg filter that keeps ``files`` (and prunes most others) when planning,
+        from their bounds on one column: the key if it has bounds, else the first that
+        does. Evaluated on manifests in the JVM: it costs the scan nothing."""
+        expressions = self.t.jvm.org.apache.iceberg.expressions.Expressions
+        schema = self.table.schema()
+        candidates = [*self.key_columns, *self.names]
+        for name in dict.fromkeys(candidates):
+            field = schema.caseInsensitiveFindField(name)
+            if field is None or not field.type().isPrimitiveType():
+                continue
+            fid = field.fieldId()
+            ranges = []
+            for f in files:
+                lower, upper = f.lowerBounds(), f.upperBounds()
+                low = lower.get(fid) if lower is not None else None
+                high = upper.get(fid) if upper is not None else None
+                if low is None or high is None:
+                    break
+                conversions = self.t.jvm.org.apache.iceberg.types.Conversions
+                ranges.append(
+                    getattr(expressions, "and")(
+                        expressions.greaterThanOrEqual(
+                            field.name(), conversions.fromByteBuffer(field.type(), low)
+                        ),
+                        expressions.lessThanOrEqual(
+                            field.name(), conversions.fromByteBuffer(field.type(), high)
+                        ),
+                    )
+                )
+            else:
+                combined = ranges[0] if ranges else expressions.alwaysFalse()
+                for r in ranges[1:]:
+                    combined = getattr(expressions, "or")(combined, r)
+                return combined
+        return expressions.alwaysTrue()
+
+    def close(self) -> None:
+        manager = self.t.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        for set_id in self.sets:
+            manager.removeTasks(self.table, set_id)
+        for view in self.views:
+            self.t.spark.catalog.dropTempView(view)
