@@ -1,17 +1,20 @@
-"""The benchmark harness: fast refresh vs complete refresh vs dbt incremental vs the floor.
+"""The benchmark harness: fast refresh vs complete refresh vs a dbt table vs dbt incremental
+vs the floor.
 
 One process, the embedded default (in-process Spark + Iceberg), dbt invoked in-process.
-Each round changes the master (``workload.apply_changes``), then refreshes every view of
-the chosen scenarios four ways, in this order:
+Each round changes the master (``workload.apply_changes``, its statements timed: ``dml``),
+then refreshes every view of the chosen scenarios five ways, in this order:
 
 1. ``fast``: the view as a ``fast_refresh`` model (``refresh_method='force'``), ``dbt run``;
    it pays the round's capture of the master's new commits;
 2. ``complete``: the same view as a ``fast_refresh`` model with ``refresh_method='complete'``;
-3. ``incremental``: the model as users write it today with dbt-spark's ``merge`` strategy,
+3. ``table``: the same query as a plain dbt ``table`` model (Iceberg): what a user runs
+   today instead of a fast_refresh model;
+4. ``incremental``: the model as users write it today with dbt-spark's ``merge`` strategy,
    the fair best version: an ``updated_at`` watermark selects the changed rows and, for an
    aggregate, the groups they touch are recomputed. It cannot see deletes or the group an
    updated row left, so its result is checked and its wrong rows are reported;
-4. ``floor``: a bare ``MERGE`` of the view's already-computed net change into a copy of the
+5. ``floor``: a bare ``MERGE`` of the view's already-computed net change into a copy of the
    view with the fast view's table properties (the delta is computed untimed): no refresh
    can apply a change for less.
 
@@ -20,20 +23,23 @@ the MERGE's wall time (``floor``). The fast refresh's phases come from the regis
 ``refresh_runs``. After each round every fast and complete view is checked against its
 query recomputed, and a wrong result stops the run.
 
-Sweeps: change fraction at a fixed master size (all scenarios, both log flavours), master
-size at a fixed change count (the aggregate scenario, both write modes, both localities),
-dimension changes (a fraction of the customers change region; the two join scenarios,
-timestamp log), and the view's write mode (the projection and join views stored
-copy-on-write and merge-on-read, commit-SCN log, capture run first). ``--quick`` shrinks
-them, and leaves out the shared scenario, to finish in about seven minutes.
+Sweeps: change fraction at a fixed master size (all scenarios, both log flavours), then
+a round with no change at all (``nochange``); master size at 0.1% changes (the aggregate
+scenario, both write modes, both localities, masters laid out in 250,000-row files and as
+plain INSERTs leave them; ``--large`` adds a 100M-row master); dimension changes (a
+fraction of the customers change region; the two join scenarios, timestamp log); and the
+view's write mode (the projection and join views stored copy-on-write and merge-on-read,
+commit-SCN log, capture run first). ``--quick`` shrinks them, and leaves out the shared
+scenario, to finish in a few minutes. ``benchmarks/micro.py`` measures single operations.
 
-Usage: .venv/bin/python benchmarks/bench.py [--quick] [--out DIR] [--sweeps LIST]
+Usage: .venv/bin/python benchmarks/bench.py [--quick] [--large] [--out DIR] [--sweeps LIST]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import datetime as dt
 import os
 import platform
@@ -54,13 +60,14 @@ from workload import CUSTOMERS, ORDERS, SCHEMA, View  # noqa: E402
 
 REPO = HERE.parent
 REGISTRY = "bench_registry"
-METHODS = ("fast", "complete", "incremental", "floor")
+METHODS = ("fast", "complete", "table", "incremental", "floor")
+DBT_METHODS = ("fast", "complete", "table", "incremental")
 # The fraction sweep runs every scenario; the size sweep the aggregate (size_sweep).
 FRACTION_SCENARIOS = ("aggregate", "projection", "join", "join_aggregate", "shared")
 FIELDS = [
-    "sweep", "rows", "mode", "locality", "flavour", "fraction", "changes", "scenario",
-    "views", "method", "repeat", "seconds", "wrong_rows", "refresh_types", "log_rows",
-    "analyze", "capture", "setup", "apply", "wrap_up", "record", "refresh_total",
+    "sweep", "rows", "mode", "locality", "layout", "flavour", "fraction", "changes",
+    "scenario", "views", "method", "repeat", "seconds", "dml", "wrong_rows", "refresh_types",
+    "log_rows", "analyze", "capture", "setup", "apply", "wrap_up", "refresh_total",
 ]  # fmt: skip
 
 
@@ -69,22 +76,25 @@ class Plan:
     fraction_rows: int
     fractions: tuple[float, ...]
     sizes: tuple[int, ...]
-    size_changes: int
+    size_fraction: float
     repeats: int
     modes: tuple[str, ...] = tuple(workload.WRITE_MODES)
     localities: tuple[str, ...] = ("recent", "scattered")
+    layouts: tuple[str, ...] = workload.LAYOUTS
+    large: tuple[int, ...] = ()  # masters of the size sweep measured with recent changes only
     flavours: tuple[str, ...] = ("timestamp", "commit_scn")
     scenarios: tuple[str, ...] = FRACTION_SCENARIOS  # of the fraction sweep
     dimension_fractions: tuple[float, ...] = (0.001, 0.01, 0.1)  # of the customers
     view_mode_fractions: tuple[float, ...] = (0.001, 0.01, 0.1)
 
 
-FULL = Plan(1_000_000, (0.0001, 0.001, 0.01, 0.1), (1_000_000, 3_000_000, 10_000_000), 10_000, 1)
+FULL = Plan(1_000_000, (0.0001, 0.001, 0.01, 0.1), (1_000_000, 10_000_000), 0.001, 1)
+LARGE_ROWS = 100_000_000
 # Quick: small masters, 1% changes, copy-on-write, and no ten-view shared scenario (its
 # rounds were half of the quick run's time).
 QUICK = Plan(
-    100_000, (0.01,), (100_000, 300_000), 1_000, 1, modes=("copy-on-write",),
-    scenarios=tuple(s for s in FRACTION_SCENARIOS if s != "shared"),
+    100_000, (0.01,), (100_000, 300_000), 0.01, 1, modes=("copy-on-write",),
+    scenarios=tuple(s for s in FRACTION_SCENARIOS if s != "shared"), layouts=("files",),
     dimension_fractions=(0.01,), view_mode_fractions=(0.01,),
 )  # fmt: skip
 # The scenarios a dimension change reaches (the others read only orders).
@@ -92,6 +102,7 @@ DIMENSION_SCENARIOS = ("join", "join_aggregate")
 # The row-level views in both view write modes (workload.MERGE_ON_READ_VIEWS).
 VIEW_MODE_SCENARIOS = ("projection", "projection_mor", "join", "join_mor")
 SWEEPS = ("fraction", "size", "dimension", "view_mode")
+NOCHANGE_METHODS = ("fast", "complete", "table")
 
 
 # -- the dbt project ------------------------------------------------------------------------
@@ -171,6 +182,10 @@ def write_project(root: Path, state: Path, views: list[View]) -> Path:
         (models / f"{v.name}__complete.sql").write_text(
             "{{ config(materialized='fast_refresh', refresh_method='complete', "
             f"tags=['complete', {tags}]{extra}) }}}}\n{v.sql}\n"
+        )
+        (models / f"{v.name}__table.sql").write_text(
+            "{{ config(materialized='table', file_format='iceberg', "
+            f"tags=['table', {tags}]{same_table}) }}}}\n{v.sql}\n"
         )
         if v.key:
             keys = ", ".join(f"'{k}'" for k in v.key)
@@ -277,32 +292,50 @@ def phases_since(spark: Any, since: dt.datetime) -> dict[str, dict[str, Any]]:
     }
 
 
+def truth(spark: Any, view: View) -> None:
+    """The view's query recomputed (untimed), for the round's checks."""
+    spark.sql(f"CREATE OR REPLACE TABLE {SCHEMA}.truth__{view.name} USING iceberg AS {view.sql}")
+
+
 def run_round(
-    spark: Any, dbt: Dbt, views: list[View], context: dict[str, Any], repeat: int
+    spark: Any,
+    dbt: Dbt,
+    views: list[View],
+    context: dict[str, Any],
+    repeat: int,
+    methods: tuple[str, ...] = DBT_METHODS,
+    floor: bool = True,
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for scenario in sorted({v.scenario for v in views}):
         group = [v for v in views if v.scenario == scenario]
         base = {**context, "scenario": scenario, "views": len(group), "repeat": repeat}
         results: dict[str, dict[str, Any]] = {}
-        for method in ("fast", "complete", "incremental"):
+        for method in methods:
             since = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
             timings = dbt.run(f"tag:{method},tag:{scenario}")
             row: dict[str, Any] = {
                 "method": method,
                 "seconds": sum(t for t, _ in timings.values()),
             }
-            if method != "incremental":
+            if method in ("fast", "complete"):
                 runs_since = phases_since(spark, since)
                 runs = [runs_since[f"{v.name}__{method}"] for v in group]
                 row["refresh_types"] = "/".join(sorted({r["type"] for r in runs}))
                 row["log_rows"] = sum(r["log_rows"] or 0 for r in runs)
-                for phase in ("analyze", "capture", "setup", "apply", "wrap_up", "record"):
+                for phase in ("analyze", "capture", "setup", "apply", "wrap_up"):
                     row[phase] = sum(r["phases"].get(phase, 0.0) for r in runs)
                 row["refresh_total"] = sum(r["phases"].get("total", 0.0) for r in runs)
             results[method] = row
-        results["floor"] = {"method": "floor", "seconds": sum(floor_round(spark, v) for v in group)}
-        for method in ("fast", "complete", "incremental"):
+        if floor:
+            results["floor"] = {
+                "method": "floor", "seconds": sum(floor_round(spark, v) for v in group),
+                "wrong_rows": 0,
+            }  # fmt: skip
+        else:
+            for v in group:
+                truth(spark, v)
+        for method in methods:
             wrong = sum(
                 wrong_rows(spark, f"{SCHEMA}.{v.name}__{method}", f"{SCHEMA}.truth__{v.name}")
                 for v in group
@@ -312,7 +345,6 @@ def run_round(
                 raise AssertionError(
                     f"{method} refresh of {scenario} differs from its query by {wrong} row(s)"
                 )
-        results["floor"]["wrong_rows"] = 0
         if results["fast"]["refresh_types"] != "FAST":  # force chose complete (refresh.py)
             print(f"  note: {scenario} under force refreshed {results['fast']['refresh_types']}")
         for row in results.values():
@@ -329,29 +361,28 @@ def run_round(
 
 
 def create_log(spark: Any, flavour: str) -> None:
-    from dbt.adapters.fastrefresh import logs
-    from dbt.adapters.fastrefresh.clock import utcnow
-    from dbt.adapters.fastrefresh.executor import SparkExecutor
-    from dbt.adapters.fastrefresh.registry import Registry
+    from dbt.adapters.fastrefresh import mlog
+    from dbt.adapters.fastrefresh.env import Env
     from dbt.adapters.fastrefresh.sqltext import TableName
 
-    x = SparkExecutor(spark)
-    registry = Registry(x, REGISTRY)
-    registry.ensure()
+    env = Env.for_spark(spark, REGISTRY)
     for master in (ORDERS, CUSTOMERS):
-        if registry.log_for_master(TableName.parse(master)) is not None:
-            logs.drop_mview_log(x, registry, master)
-    logs.create_mview_log(x, registry, ORDERS, None, flavour == "commit_scn", None, utcnow)
+        if mlog.load_log(env, TableName.parse(master)) is not None:
+            mlog.drop_mview_log(env, master)
+    commit_scn = flavour == "commit_scn"
+    mlog.create_mview_log(env, ORDERS, commit_scn=commit_scn)
     # The join scenario's dimension: a key-only log (a join reads only the changed keys).
-    logs.create_mview_log(
-        x, registry, CUSTOMERS, [], flavour == "commit_scn", ["customer_id"], utcnow
-    )
+    mlog.create_mview_log(env, CUSTOMERS, columns=[], commit_scn=commit_scn, key=["customer_id"])
+    from dbt.adapters.fastrefresh import registry
+
+    registry.publish(env)
 
 
 def setup_round(
-    spark: Any, dbt: Dbt, rows: int, mode: str, flavour: str, views: list[View]
-) -> None:
-    workload.build_master(spark, rows, mode)
+    spark: Any, dbt: Dbt, rows: int, mode: str, flavour: str, views: list[View],
+    layout: str = "files",
+) -> None:  # fmt: skip
+    workload.build_master(spark, rows, mode, layout=layout)
     create_log(spark, flavour)
     scenarios = sorted({v.scenario for v in views})
     dbt.run(" ".join(f"tag:{s}" for s in scenarios), full_refresh=True)
@@ -395,10 +426,11 @@ def recent_round(
     batch = workload.apply_changes(spark, count, "recent", seed, change_round, rows)
     if capture_first:
         dbt.invoke(["run-operation", "fast_refresh.capture_changes"])
-    print(f" {fraction:.2%} = {batch.rows:,} changes", flush=True)
+    print(f" {fraction:.2%} = {batch.rows:,} changes (DML {batch.seconds:.2f}s)", flush=True)
     context = {
         "sweep": sweep, "rows": rows, "mode": "copy-on-write", "locality": "recent",
-        "flavour": flavour, "fraction": fraction, "changes": batch.rows,
+        "layout": "files", "flavour": flavour, "fraction": fraction, "changes": batch.rows,
+        "dml": batch.seconds,
     }  # fmt: skip
     return run_round(spark, dbt, views, context, repeat)
 
@@ -416,27 +448,49 @@ def fraction_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, An
                     recent_round(spark, dbt, views, "fraction", flavour, rows, fraction, 11,
                                  100 * round_no + repeat, repeat)
                 )  # fmt: skip
+        print(" no change since the last refresh", flush=True)
+        context = {
+            "sweep": "nochange", "rows": rows, "mode": "copy-on-write", "locality": "",
+            "layout": "files", "flavour": flavour, "fraction": 0.0, "changes": 0, "dml": 0.0,
+        }  # fmt: skip
+        for repeat in range(max(2, plan.repeats)):
+            rows_out.extend(
+                run_round(spark, dbt, views, context, repeat, NOCHANGE_METHODS, floor=False)
+            )
 
 
 def size_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
+    """The aggregate view at ``plan.size_fraction`` changes, by master size, write mode,
+    locality and layout (scattered changes on 250,000-row files only: a scattered change
+    of a master laid out as loaded rewrites the same few huge files as a recent one)."""
     views = workload.views(["aggregate"])
-    for rows in plan.sizes:
-        for mode in plan.modes:
-            print(f"size sweep: {rows:,} rows, {mode}, timestamp log", flush=True)
-            setup_round(spark, dbt, rows, mode, "timestamp", views)
-            warm_up(spark, dbt, views, rows)
-            for li, locality in enumerate(plan.localities):
-                for repeat in range(plan.repeats):
-                    batch = workload.apply_changes(
-                        spark, plan.size_changes, locality, 13, 100 * li + repeat, rows
-                    )
-                    print(f" {locality}: {batch.rows:,} changes", flush=True)
-                    context = {
-                        "sweep": "size", "rows": rows, "mode": mode, "locality": locality,
-                        "flavour": "timestamp", "fraction": batch.rows / rows,
-                        "changes": batch.rows,
-                    }  # fmt: skip
-                    rows_out.extend(run_round(spark, dbt, views, context, repeat))
+    for layout in plan.layouts:
+        for rows in (*plan.sizes, *plan.large):
+            for mode in plan.modes:
+                localities = [
+                    loc for loc in plan.localities
+                    if loc == "recent" or (layout == "files" and rows not in plan.large)
+                ]  # fmt: skip
+                print(f"size sweep: {rows:,} rows, {mode}, {layout}, timestamp log", flush=True)
+                setup_round(spark, dbt, rows, mode, "timestamp", views, layout)
+                warm_up(spark, dbt, views, rows)
+                count = max(1, round(rows * plan.size_fraction))
+                for li, locality in enumerate(localities):
+                    for repeat in range(plan.repeats):
+                        batch = workload.apply_changes(
+                            spark, count, locality, 13, 100 * li + repeat, rows
+                        )
+                        print(
+                            f" {locality}: {batch.rows:,} changes (DML {batch.seconds:.2f}s)",
+                            flush=True,
+                        )
+                        context = {
+                            "sweep": "size", "rows": rows, "mode": mode, "locality": locality,
+                            "layout": layout, "flavour": "timestamp",
+                            "fraction": batch.rows / rows, "changes": batch.rows,
+                            "dml": batch.seconds,
+                        }  # fmt: skip
+                        rows_out.extend(run_round(spark, dbt, views, context, repeat))
 
 
 def dimension_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, Any]]) -> None:
@@ -455,7 +509,8 @@ def dimension_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, A
             print(f" {fraction:.2%} of customers = {count:,} changes", flush=True)
             context = {
                 "sweep": "dimension", "rows": rows, "mode": "copy-on-write", "locality": "",
-                "flavour": "timestamp", "fraction": fraction, "changes": count,
+                "layout": "files", "flavour": "timestamp", "fraction": fraction,
+                "changes": count,
             }  # fmt: skip
             rows_out.extend(run_round(spark, dbt, views, context, repeat))
 
@@ -507,6 +562,10 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
+    parser.add_argument(
+        "--large", action="store_true",
+        help=f"add a {LARGE_ROWS:,}-row master to the size sweep (about 40 minutes more)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     parser.add_argument(
         "--sweeps", default=",".join(SWEEPS), help=f"comma-separated: {', '.join(SWEEPS)}",
@@ -517,6 +576,8 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown sweep(s) {', '.join(unknown)}; choose from {', '.join(SWEEPS)}")
     plan = QUICK if args.quick else FULL
+    if args.large:
+        plan = dataclasses.replace(plan, large=(LARGE_ROWS,))
     out = args.out or HERE / "results" / ("quick" if args.quick else "full")
 
     from dbt.adapters.fastrefresh.embedded import start_session

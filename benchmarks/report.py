@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-PHASES = ("capture", "setup", "apply", "wrap_up", "record", "analyze")
+PHASES = ("analyze", "capture", "setup", "apply", "wrap_up")
 
 
 def _load(folder: Path) -> list[dict[str, Any]]:
@@ -25,7 +25,7 @@ def _load(folder: Path) -> list[dict[str, Any]]:
     for r in rows:
         for k in ("rows", "changes", "views", "wrong_rows", "log_rows"):
             r[k] = int(r[k]) if r.get(k) not in (None, "") else None
-        for k in ("fraction", "seconds", "refresh_total", *PHASES):
+        for k in ("fraction", "seconds", "dml", "refresh_total", *PHASES):
             r[k] = float(r[k]) if r.get(k) not in (None, "") else None
     return rows
 
@@ -68,19 +68,29 @@ def _incremental(g: list[dict[str, Any]]) -> str:
 
 
 def _versus(g: list[dict[str, Any]], *, floor_ratio: bool = True) -> str:
-    """The complete, dbt incremental and floor cells, then complete / fast (and fast /
-    floor), shared by the sweeps' tables."""
-    fast, complete, floor = _method(g, "fast"), _method(g, "complete"), _method(g, "floor")
-    cells = [_s(complete), _incremental(g), _s(floor), _x(complete, fast)]
+    """The complete, dbt table, dbt incremental and floor cells, then dbt table / fast (and
+    fast / floor), shared by the sweeps' tables."""
+    fast, table, floor = _method(g, "fast"), _method(g, "table"), _method(g, "floor")
+    cells = [_s(_method(g, "complete")), _s(table), _incremental(g), _s(floor), _x(table, fast)]
     return " | ".join(cells + ([_x(fast, floor)] if floor_ratio else []))
+
+
+def _fixed(g: list[dict[str, Any]]) -> float | None:
+    """The fast refresh's fixed part: dbt's model time less capture and the delta + MERGE."""
+    fast, capture, apply = (_method(g, "fast", f) for f in ("seconds", "capture", "apply"))
+    if fast is None or capture is None or apply is None:
+        return None
+    return fast - capture - apply
+
+
+VERSUS = "complete | dbt table | dbt incremental (wrong rows) | floor | table / fast"
 
 
 def fraction_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| log flavour | scenario | changed | changes | fast | of which apply | complete "
-        "| dbt incremental (wrong rows) | floor | complete / fast | fast / floor "
-        "| apply / floor |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| log flavour | scenario | changed | changes | master DML | fast | of which capture "
+        f"| of which apply | fixed part | {VERSUS} | fast / floor | apply / floor |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     data = [r for r in rows if r["sweep"] == "fraction"]
     for (flavour, scenario, fraction), g in sorted(
@@ -89,36 +99,56 @@ def fraction_table(rows: list[dict[str, Any]]) -> list[str]:
         apply, floor = _method(g, "fast", "apply"), _method(g, "floor")
         lines.append(
             f"| {flavour} | {scenario} ({g[0]['views']} view{'s' if g[0]['views'] > 1 else ''}) "
-            f"| {fraction:.2%} | {_changes(g)} | {_s(_method(g, 'fast'))} | {_s(apply)} "
-            f"| {_versus(g)} | {_x(apply, floor)} |"
+            f"| {fraction:.2%} | {_changes(g)} | {_s(_method(g, 'fast', 'dml'))} "
+            f"| {_s(_method(g, 'fast'))} | {_s(_method(g, 'fast', 'capture'))} | {_s(apply)} "
+            f"| {_s(_fixed(g))} | {_versus(g)} | {_x(apply, floor)} |"
+        )
+    return lines if data else []
+
+
+def nochange_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| log flavour | scenario | fast (no changes) | per view | complete | dbt table |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    data = [r for r in rows if r["sweep"] == "nochange"]
+    for (flavour, scenario), g in sorted(_group(data, "flavour", "scenario").items()):
+        fast = _method(g, "fast")
+        per_view = None if fast is None else fast / g[0]["views"]
+        lines.append(
+            f"| {flavour} | {scenario} ({g[0]['views']} view{'s' if g[0]['views'] > 1 else ''}) "
+            f"| {_s(fast)} | {_s(per_view)} | {_s(_method(g, 'complete'))} "
+            f"| {_s(_method(g, 'table'))} |"
         )
     return lines if data else []
 
 
 def size_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| write mode | locality | master rows | changes | fast | of which capture "
-        "| fast without capture | complete | dbt incremental (wrong rows) | floor "
-        "| complete / fast | complete / floor |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| layout | write mode | locality | master rows | changes | master DML | fast "
+        f"| of which capture | fast without capture | {VERSUS} | table / floor |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     data = [r for r in rows if r["sweep"] == "size"]
-    for (mode, locality, size), g in sorted(_group(data, "mode", "locality", "rows").items()):
+    for (layout, mode, locality, size), g in sorted(
+        _group(data, "layout", "mode", "locality", "rows").items()
+    ):
         fast, capture = _method(g, "fast"), _method(g, "fast", "capture")
         without = None if fast is None or capture is None else fast - capture
         lines.append(
-            f"| {mode} | {locality} | {size:,} | {_changes(g)} | {_s(fast)} | {_s(capture)} "
+            f"| {layout} | {mode} | {locality} | {size:,} | {_changes(g)} "
+            f"| {_s(_method(g, 'fast', 'dml'))} | {_s(fast)} | {_s(capture)} "
             f"| {_s(without)} | {_versus(g, floor_ratio=False)} "
-            f"| {_x(_method(g, 'complete'), _method(g, 'floor'))} |"
+            f"| {_x(_method(g, 'table'), _method(g, 'floor'))} |"
         )
     return lines if data else []
 
 
 def dimension_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| scenario | customers changed | changes | log rows read | fast | complete "
-        "| dbt incremental (wrong rows) | floor | complete / fast | fast / floor |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| scenario | customers changed | changes | log rows read | fast | {VERSUS} "
+        "| fast / floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     data = [r for r in rows if r["sweep"] == "dimension"]
     for (scenario, fraction), g in sorted(_group(data, "scenario", "fraction").items()):
@@ -133,9 +163,9 @@ def dimension_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def view_mode_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| view | view write mode | changed | changes | fast | of which apply | complete "
-        "| dbt incremental (wrong rows) | floor | complete / fast | fast / floor |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| view | view write mode | changed | changes | fast | of which apply | {VERSUS} "
+        "| fast / floor |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     data = [r for r in rows if r["sweep"] == "view_mode"]
     for (scenario, fraction), g in sorted(_group(data, "scenario", "fraction").items()):
@@ -151,7 +181,9 @@ def view_mode_table(rows: list[dict[str, Any]]) -> list[str]:
 def growth_table(rows: list[dict[str, Any]]) -> list[str]:
     """How fast refresh (without capture) and capture grow from the smallest to the
     largest master at a fixed change count."""
-    data = [r for r in rows if r["sweep"] == "size" and r["method"] == "fast"]
+    data = [
+        r for r in rows if r["sweep"] == "size" and r["method"] == "fast" and r["layout"] == "files"
+    ]  # fmt: skip
     if not data:
         return []
     sizes = sorted({r["rows"] for r in data})
@@ -162,6 +194,8 @@ def growth_table(rows: list[dict[str, Any]]) -> list[str]:
         "|---|---|---:|---:|",
     ]
     for (mode, locality), g in sorted(_group(data, "mode", "locality").items()):
+        if len({r["rows"] for r in g}) < 2:
+            continue
 
         def at(size: int, field: str, g: list[dict[str, Any]] = g) -> float | None:
             return _median(
@@ -207,6 +241,72 @@ def phase_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines if data else []
 
 
+def _verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "NOT met")
+
+
+def done_when(rows: list[dict[str, Any]]) -> list[str]:
+    """Issue 21's targets, each with the figures of this run that decide it."""
+    out: list[str] = []
+    nochange = [r for r in rows if r["sweep"] == "nochange" and r["method"] == "fast"]
+    if nochange:
+        per_view = max(r["seconds"] / r["views"] for r in nochange)
+        out.append(
+            f"- A FAST refresh with no changes, per view, at most 0.3 s: worst "
+            f"{per_view:.2f} s — {_verdict(per_view <= 0.3)}."
+        )
+    fraction = [r for r in rows if r["sweep"] == "fraction" and abs(r["fraction"] - 0.01) < 1e-9]
+    for (flavour, scenario), g in sorted(_group(fraction, "flavour", "scenario").items()):
+        if scenario not in ("aggregate", "projection", "join"):
+            continue
+        fixed, apply, floor = _fixed(g), _method(g, "fast", "apply"), _method(g, "floor")
+        if fixed is None or apply is None or not floor:
+            continue
+        out.append(
+            f"- {scenario} at 1% changes ({flavour} log): fixed part {fixed:.2f} s (target "
+            f"0.25 s) — {_verdict(fixed <= 0.25)}; delta + MERGE {apply:.2f} s = "
+            f"{apply / floor:.2f}x the floor's {floor:.2f} s (target 1.5x) — "
+            f"{_verdict(apply <= 1.5 * floor)}."
+        )
+    shared = [r for r in rows if r["sweep"] == "fraction" and r["scenario"] == "shared"]
+    for (flavour, fraction_value), g in sorted(_group(shared, "flavour", "fraction").items()):
+        fast, floor = _method(g, "fast"), _method(g, "floor")
+        capture = _method(g, "fast", "capture")
+        if fast is None or floor is None or capture is None:
+            continue
+        bound = 1.5 * floor + capture
+        out.append(
+            f"- Ten views on one log, {fraction_value:.2%} changes ({flavour} log): {fast:.2f} s "
+            f"against 1.5 x {floor:.2f} s of floors + {capture:.2f} s capture = {bound:.2f} s — "
+            f"{_verdict(fast <= bound)}."
+        )
+    size = [r for r in rows if r["sweep"] == "size"]
+    for (layout, mode, locality, n), g in sorted(
+        _group(size, "layout", "mode", "locality", "rows").items()
+    ):
+        capture, dml = _method(g, "fast", "capture"), _method(g, "fast", "dml")
+        fast, table = _method(g, "fast"), _method(g, "table")
+        changes = _changes(g)
+        parts = []
+        if capture is not None and mode == "merge-on-read" and locality == "recent":
+            parts.append(f"capture {capture:.2f} s (target 0.5 s at 10,000 changes)")
+        elif capture is not None and dml is not None and mode == "copy-on-write":
+            parts.append(f"capture {capture:.2f} s vs the master's DML {dml:.2f} s — "
+                         f"{_verdict(capture <= dml)}")  # fmt: skip
+        if fast and table:
+            target = 1.0 if n < 10_000_000 else (2.0 if n < 100_000_000 else 10.0)
+            parts.append(
+                f"dbt table / fast = {table / fast:.1f}x (target {target:g}x) — "
+                f"{_verdict(table / fast >= target)}"
+            )
+        out.append(
+            f"- {n:,} rows, {changes} changes, {mode}, {locality}, {layout}: "
+            + "; ".join(parts)
+            + "."
+        )
+    return out
+
+
 def _log_axes(ax: Any, xlabel: str, title: str) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -231,7 +331,7 @@ def plots(folder: Path, rows: list[dict[str, Any]]) -> list[str]:
     import matplotlib.pyplot as plt
 
     written = []
-    styles = {"fast": "o-", "complete": "s-", "incremental": "^-", "floor": "v--"}
+    styles = {"fast": "o-", "complete": "s-", "table": "D-", "incremental": "^-", "floor": "v--"}
     data = [r for r in rows if r["sweep"] == "fraction"]
     scenarios = sorted({r["scenario"] for r in data})
     if data:
@@ -316,44 +416,51 @@ def write(
         f"Machine: {machine}.",
         "",
         "Seconds are medians over repeats: dbt's per-model execution time for fast, "
-        "complete and dbt incremental; the MERGE's wall time for the floor. A scenario's "
-        "time is the sum over its views. `wrong rows` is how many rows the dbt incremental "
-        "model differs from its query by after the round (fast and complete are checked "
-        "and must be 0). Generated by `benchmarks/bench.py`"
+        "complete, the dbt table and dbt incremental; the MERGE's wall time for the floor. A "
+        "scenario's time is the sum over its views. `master DML`: the round's statements on "
+        "the master (its own commits). `fixed part`: the fast refresh's model time less "
+        "capture and the delta + MERGE (`apply`). `wrong rows` is how many rows the dbt "
+        "incremental model differs from its query by after the round (fast, complete and the "
+        "table are checked and must be 0). Generated by `benchmarks/bench.py`"
         + (f" in {minutes:.0f} minutes." if minutes is not None else "."),
         "",
         "Workload (`benchmarks/workload.py`): an `orders` fact (key `order_id`, written in key "
-        "order, 250,000 rows per data file; skewed `customer_id` and `product_id`; `amount` "
-        "NULL for 2% of rows, `discount` for 70%) with customers and products dimensions. A "
-        "change batch is 40% measure updates, 10% group-key updates, 25% deletes and 25% "
-        "inserts in three commits (MERGE, DELETE, INSERT); `recent` changes pick rows among "
-        "the newest, `scattered` ones uniformly. Scenarios: `aggregate` (revenue per "
-        "customer: COUNT, SUM, AVG), `projection` (open orders: a filter and six columns), "
-        "`join` (open orders with their customer's region: orders joined with customers, "
-        "whose log holds only the key), `join_aggregate` (orders, revenue and average per "
-        "region over the same join), `shared` (ten rollups and filters on the one log, "
-        "refreshed one after another). The fraction and size sweeps change only `orders`, "
-        "so there the join scenarios measure a fact's changes joined with a static "
-        "dimension; the dimension sweep changes only `customers` (a fraction of them move "
-        "to another region, one UPDATE), and every order of a changed customer is joined "
-        "again. The view write mode sweep stores the `projection` and `join` views "
-        "merge-on-read too (`projection_mor`, `join_mor`). Every round also checks each fast "
-        "and complete view against its query.",
+        "order; layout `files`: 250,000 rows per data file, `loaded`: as plain INSERTs leave "
+        "it, a file per writing task with Iceberg's default 512 MB target; skewed "
+        "`customer_id` and `product_id`; `amount` NULL for 2% of rows, `discount` for 70%) "
+        "with customers and products dimensions. A change batch is 40% measure updates, 10% "
+        "group-key updates, 25% deletes and 25% inserts in three commits (MERGE, DELETE, "
+        "INSERT); `recent` changes pick rows among the newest, `scattered` ones uniformly. "
+        "Scenarios: `aggregate` (revenue per customer: COUNT, SUM, AVG), `projection` (open "
+        "orders: a filter and six columns), `join` (open orders with their customer's "
+        "region: orders joined with customers, whose log holds only the key), "
+        "`join_aggregate` (orders, revenue and average per region over the same join), "
+        "`shared` (ten rollups and filters on the one log, refreshed one after another). The "
+        "fraction and size sweeps change only `orders`; the dimension sweep changes only "
+        "`customers` (a fraction of them move to another region, one UPDATE), and every "
+        "order of a changed customer is joined again. The view write mode sweep stores the "
+        "`projection` and `join` views merge-on-read too (`projection_mor`, `join_mor`). Every "
+        "round also checks each fast, complete and table view against its query.",
         "",
+        *_section("Targets (issue 21)", "", done_when(rows)),
         *_section(
             "Refresh time vs change fraction",
-            "`of which apply`: the fast refresh's delta computed from the log and applied by "
-            "its MERGE; the rest of `fast` is capture, the registry's reads and commits, and "
-            "the purge. `apply / floor` compares that phase with the bare MERGE of the "
+            "`of which apply`: the fast refresh's delta computed from the log and applied "
+            "by its write; `apply / floor` compares that phase with the bare MERGE of the "
             "precomputed delta; `fast / floor` compares the whole refresh.",
             fraction_table(rows),
         ),
         *_section(
-            "Refresh time vs master size (fixed change count)",
-            "`complete / floor` bounds `complete / fast`: a fast refresh applies its delta "
-            "with a MERGE at least as costly as the floor's, so no fast refresh of that view "
-            "can be faster than complete by more than this, whatever its capture and fixed "
-            "cost.",
+            "Refresh with no change since the last",
+            "The fast refresh reads the masters' current snapshots and the views' and logs' "
+            "state and writes nothing.",
+            nochange_table(rows),
+        ),
+        *_section(
+            "Refresh time vs master size (0.1% changes)",
+            "`table / floor` bounds `table / fast`: a fast refresh applies its delta "
+            "with a write at least as costly as the floor's, so no fast refresh of that view "
+            "can beat the dbt table by more than this, whatever its capture and fixed cost.",
             size_table(rows),
         ),
         *_section("", "Growth from the smallest to the largest master:", growth_table(rows)),
@@ -369,19 +476,19 @@ def write(
             "Refresh time by the view's write mode",
             "The projection and join views (most of the master's rows each), stored "
             "copy-on-write (the default) and merge-on-read (`tblproperties` "
-            "`write.merge.mode`, `write.update.mode`, `write.delete.mode`), with the floor "
-            "and the dbt incremental model in the same mode (commit-SCN log; each round's capture "
-            "runs first, untimed, so no view pays it). A merge-on-read MERGE writes "
-            "delete files instead of rewriting each data file a changed row is in; readers "
-            "merge them until the view is compacted or rebuilt.",
+            "`write.merge.mode`, `write.update.mode`, `write.delete.mode`), with the floor, "
+            "the dbt table and the dbt incremental model in the same mode (commit-SCN log; "
+            "each round's capture runs first, untimed, so no view pays it). A merge-on-read "
+            "MERGE writes delete files instead of rewriting each data file a changed row is "
+            "in; readers merge them until the view is compacted or rebuilt.",
             view_mode_table(rows),
         ),
         *_section(
             "Fast refresh phases (seconds, timestamp log, copy-on-write, recent changes)",
-            "capture: the master's new commits into the log; setup: registry reads, the "
-            "refresh time, marking; apply: the delta computed and applied by one MERGE; "
-            "wrap_up: the view's claim on the log recorded, purge; record: the view's "
-            "registry row; analyze: parsing the query, reading the masters' columns.",
+            "analyze: the masters', logs' and view's state read, the query analyzed (cached "
+            "per process); capture: the master's new commits into the log; setup: the "
+            "refresh time, marking; apply: the delta computed and written with the view's "
+            "new state; wrap_up: registration, purge (asynchronous by default).",
             phase_table(rows),
         ),
         *(f"![{name}]({name})" for name in images),

@@ -69,13 +69,17 @@ def test_capture_statement_numbers_stamps_and_pairs() -> None:
     ]  # fmt: skip
     keyed = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 41, T0)
     assert keyed.endswith(
-        "INSERT INTO `s`.`mlog__t`\nSELECT `k`, `v`, TIMESTAMP_NTZ'2026-01-01 00:00:00.000000' "
-        "AS snaptime__, dmltype__, old_new__, change_vector__, 41L + row_number() OVER (ORDER BY "
-        "ord__, `k`, half__) AS sequence__, xid__ FROM o"
+        "INSERT INTO `s`.`mlog__t`\nSELECT o.`k`, o.`v`, run__.stamp__ AS snaptime__, "
+        "o.dmltype__, o.old_new__, o.change_vector__, run__.base__ + row_number() OVER (ORDER "
+        "BY o.ord__, o.`k`, o.half__) AS sequence__, commits__.xid__, run__.base__ + 1 AS "
+        "capture__ FROM o JOIN commits__ ON o.ord__ = commits__.ord__ CROSS JOIN run__"
     )
-    assert "SELECT 7L AS xid__, 0 AS ord__" in keyed and "SELECT 8L AS xid__, 1 AS ord__" in keyed
-    assert "GROUP BY xid__, ord__, `k`" in keyed, "a keyed log pairs old and new images by key"
+    # What changes between captures is data (VALUES), not literals in the query's code.
+    assert "VALUES (0, 7L), (1, 8L) AS c__(ord__, xid__)" in keyed
+    assert "VALUES (41L, TIMESTAMP_NTZ'2026-01-01 00:00:00.000000') AS r__" in keyed
+    assert "SELECT 0 AS ord__" in keyed and "SELECT 1 AS ord__" in keyed
+    assert "GROUP BY ord__, `k`" in keyed, "a keyed log pairs old and new images by key"
     unmarked = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
-    assert "TIMESTAMP_NTZ'4000-01-01 00:00:00' AS snaptime__" in unmarked
+    assert "VALUES (0L, TIMESTAMP_NTZ'4000-01-01 00:00:00')" in unmarked
     scn = capture_statement(_config(Flavour.COMMIT_SCN, ()), columns, reads, 0)
     assert "snaptime__" not in scn and "explode(sequence(1, abs(n__)))" in scn

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -63,32 +64,59 @@ def catalog_type(spark_type: Any) -> str:
     return str(kind)
 
 
+class _Handles:
+    """The JVM classes and objects this module calls, looked up once per SparkSession (a
+    lookup through py4j's ``jvm.org.apache...`` costs a round trip per package level)."""
+
+    def __init__(self, spark: Any) -> None:
+        jvm = spark._jvm
+        self.gateway = spark.sparkContext._gateway
+        self.session_class = jvm.org.apache.spark.sql.SparkSession
+        self.identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier
+        self.string = jvm.java.lang.String
+        self.long = jvm.java.lang.Long
+        self.hash_map = jvm.java.util.HashMap
+        self.array_list = jvm.java.util.ArrayList
+        self.utf8 = jvm.java.nio.charset.StandardCharsets.UTF_8
+        self.snapshot_parser = jvm.org.apache.iceberg.SnapshotParser
+        self.json = jvm.org.apache.iceberg.util.JsonUtil.mapper()
+        self.schema_util = jvm.org.apache.iceberg.spark.SparkSchemaUtil
+        self.expressions = jvm.org.apache.iceberg.expressions.Expressions
+        self.conversions = jvm.org.apache.iceberg.types.Conversions
+        self.task_sets = jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        field = jvm.org.apache.iceberg.spark.CommitMetadata._java_lang_class.getDeclaredField(
+            "COMMIT_PROPERTIES"
+        )
+        field.setAccessible(True)
+        self.commit_properties = field.get(None)
+        self.catalog: Any = None
+        self.identifiers: dict[TableName, Any] = {}
+        self.active = threading.local()
+
+
+_HANDLES: dict[int, _Handles] = {}
+_HANDLES_LOCK = threading.Lock()
+
+
+def _handles(spark: Any) -> _Handles:
+    key = id(spark._jsparkSession)
+    with _HANDLES_LOCK:
+        handles = _HANDLES.get(key)
+        if handles is None:
+            handles = _HANDLES[key] = _Handles(spark)
+        return handles
+
+
 class _JvmHistory:
-    def __init__(self, table: Any, keys: Sequence[str]) -> None:
-        self.table, self.keys = table, keys
+    def __init__(self, tables: JvmTables, table: Any, keys: Sequence[str]) -> None:
+        self.tables, self.table, self.keys = tables, table, keys
+        self._seen: dict[int, SnapshotInfo | None] = {}
 
     def get(self, snapshot_id: int) -> SnapshotInfo | None:
-        s = self.table.snapshot(snapshot_id)
-        if s is None:
-            return None
-        return _snapshot_info(s, self.keys)
-
-
-def _snapshot_info(s: Any, keys: Sequence[str]) -> SnapshotInfo:
-    summary = s.summary()
-    values = {}
-    for k in (*SUMMARY_STATS, *keys):
-        v = summary.get(k)
-        if v is not None:
-            values[k] = str(v)
-    parent = s.parentId()
-    return SnapshotInfo(
-        int(s.snapshotId()),
-        None if parent is None else int(parent),
-        str(s.operation()),
-        dt.datetime.fromtimestamp(s.timestampMillis() / 1000, dt.timezone.utc),
-        values,
-    )
+        if snapshot_id not in self._seen:
+            s = self.table.snapshot(snapshot_id)
+            self._seen[snapshot_id] = None if s is None else self.tables.snapshot_info(s, self.keys)
+        return self._seen[snapshot_id]
 
 
 def _iterate(iterable: Any) -> Iterator[Any]:
@@ -108,67 +136,86 @@ class JvmTables:
         self.state_keys = tuple(state_keys)
         self.jvm = spark._jvm
         self.js = spark._jsparkSession
+        self.h = _handles(spark)
 
     # -- loading -------------------------------------------------------------------------
 
     def _activate(self) -> None:
-        self.jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.js)
+        """Make this thread's Spark session the active one (once per thread)."""
+        if not getattr(self.h.active, "done", False):
+            self.h.session_class.setActiveSession(self.js)
+            self.h.active.done = True
+        if self.h.catalog is None:
+            self.h.catalog = self.js.sessionState().catalogManager().catalog("spark_catalog")
+
+    def _identifier(self, name: TableName) -> Any:
+        ident = self.h.identifiers.get(name)
+        if ident is None:
+            namespace = self.h.gateway.new_array(self.h.string, 1)
+            namespace[0] = name.schema
+            ident = self.h.identifiers[name] = self.h.identifier.of(namespace, name.table)
+        return ident
 
     def table(self, name: TableName) -> Any:
         """The Iceberg table object (the session catalog's cached one); errors as Spark's."""
         self._activate()
-        return self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.js, str(name))
+        loaded = self.h.catalog.loadTable(self._identifier(name))
+        return loaded.table()
 
     def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
         try:
             table = self.table(name)
-        except Exception as exc:  # py4j wraps Spark's exceptions; tell the two cases apart
+        except Exception as exc:  # py4j wraps Spark's exceptions; tell the cases apart
             text = str(exc)
-            if "not an Iceberg table" in text:
-                from dbt.adapters.fastrefresh.tables import SqlTables
-
-                return SqlTables(self.x).load(name, fresh=fresh)
             if "NoSuchTableException" in text or "TABLE_OR_VIEW_NOT_FOUND" in text:
                 return None
+            if "Method table([]) does not exist" in text or "not an Iceberg table" in text:
+                from dbt.adapters.fastrefresh.tables import SqlTables
+
+                return SqlTables(self.x).load(name, fresh=fresh)  # not Iceberg: rare
             raise
         if fresh:
             table.refresh()
         current = table.currentSnapshot()
-        properties = table.properties()
-        ours = {}
-        for key in self._our_keys():
-            value = properties.get(key)
-            if value is not None:
-                ours[key] = str(value)
+        properties = json.loads(self.h.json.writeValueAsString(table.properties()))
         schema = table.schema()
+        identifiers = json.loads(self.h.json.writeValueAsString(schema.identifierFieldNames()))
         return TableMeta(
             name=name,
             iceberg=True,
             provider="iceberg",
             columns=self._columns(table, schema),
             current_snapshot=None if current is None else int(current.snapshotId()),
-            properties=ours,
-            identifier_fields=tuple(sorted(str(f).lower() for f in schema.identifierFieldNames())),
-            format_version=int(table.operations().current().formatVersion()),
+            properties={k: v for k, v in properties.items() if k.startswith("fast_refresh.")},
+            identifier_fields=tuple(sorted(str(f).lower() for f in identifiers)),
         )
-
-    def _our_keys(self) -> tuple[str, ...]:
-        from dbt.adapters.fastrefresh.state import LOG_CONFIG, LOG_STATE, VIEW_CONFIG, VIEW_STATE
-
-        return (LOG_CONFIG, LOG_STATE, VIEW_CONFIG, VIEW_STATE)
 
     def _columns(self, table: Any, schema: Any) -> tuple[mt.Column, ...]:
         key = (str(table.uuid()), int(schema.schemaId()))
         cached = _SCHEMAS.get(key)
         if cached is None:
-            struct = self.jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(schema)
+            struct = self.h.schema_util.convert(schema)
             fields = json.loads(struct.json())["fields"]
             cached = tuple(mt.Column(f["name"].lower(), catalog_type(f["type"])) for f in fields)
             _SCHEMAS[key] = cached
         return cached
 
+    def snapshot_info(self, snapshot: Any, keys: Sequence[str]) -> SnapshotInfo:
+        """A snapshot in one round trip (Iceberg's own JSON of it)."""
+        d = json.loads(self.h.snapshot_parser.toJson(snapshot))
+        summary = d.get("summary", {})
+        wanted = {k: str(summary[k]) for k in (*SUMMARY_STATS, *keys) if k in summary}
+        parent = d.get("parent-snapshot-id")
+        return SnapshotInfo(
+            int(d["snapshot-id"]),
+            None if parent is None else int(parent),
+            str(summary.get("operation", "")),
+            dt.datetime.fromtimestamp(d["timestamp-ms"] / 1000, dt.timezone.utc),
+            wanted,
+        )
+
     def history(self, name: TableName) -> _JvmHistory:
-        return _JvmHistory(self.table(name), self.state_keys)
+        return _JvmHistory(self, self.table(name), self.state_keys)
 
     # -- commits -------------------------------------------------------------------------
 
@@ -182,16 +229,10 @@ class JvmTables:
             update = update.remove(key)
         update.commit()
 
-    def _thread_local(self) -> Any:
-        cls = self.jvm.org.apache.iceberg.spark.CommitMetadata._java_lang_class
-        field = cls.getDeclaredField("COMMIT_PROPERTIES")
-        field.setAccessible(True)
-        return field.get(None)
-
     @contextlib.contextmanager
     def summary(self, values: Mapping[str, str]) -> Iterator[bool]:
-        holder = self._thread_local()
-        properties = self.jvm.java.util.HashMap()
+        holder = self.h.commit_properties
+        properties = self.h.hash_map()
         for key, value in values.items():
             properties.put(key, value)
         holder.set(properties)
@@ -309,7 +350,7 @@ class _Staging:
         if lower is not None and upper is not None:
             low, high = lower.get(_FILE_PATH_FIELD), upper.get(_FILE_PATH_FIELD)
             if low is not None and high is not None:
-                decode = self.t.jvm.java.nio.charset.StandardCharsets.UTF_8
+                decode = self.t.h.utf8
                 low_text = str(decode.decode(low.duplicate()).toString())
                 high_text = str(decode.decode(high.duplicate()).toString())
                 if low_text == high_text:
@@ -347,7 +388,7 @@ class _Staging:
             self.table.newScan().useSnapshot(snapshot_id).ignoreResiduals()
             .filter(self._bounds_filter(files))
         )  # fmt: skip
-        tasks = self.t.jvm.java.util.ArrayList()
+        tasks = self.t.h.array_list()
         for task in _iterate(scan.planFiles()):
             if str(task.file().location()) in wanted:
                 tasks.add(task)
@@ -367,8 +408,7 @@ class _Staging:
             )
             self.views.append(view)
             return view
-        manager = self.t.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
-        manager.stageTasks(self.table, set_id, tasks)
+        self.t.h.task_sets.stageTasks(self.table, set_id, tasks)
         self.sets.append(set_id)
         frame = (
             self.t.spark.read.format("iceberg").option("scan-task-set-id", set_id)
@@ -388,7 +428,8 @@ class _Staging:
         """An Iceberg filter that keeps ``files`` (and prunes most others) when planning,
         from their bounds on one column: the key if it has bounds, else the first that
         does. Evaluated on manifests in the JVM: it costs the scan nothing."""
-        expressions = self.t.jvm.org.apache.iceberg.expressions.Expressions
+        expressions = self.t.h.expressions
+        conversions = self.t.h.conversions
         schema = self.table.schema()
         candidates = [*self.key_columns, *self.names]
         for name in dict.fromkeys(candidates):
@@ -403,7 +444,6 @@ class _Staging:
                 high = upper.get(fid) if upper is not None else None
                 if low is None or high is None:
                     break
-                conversions = self.t.jvm.org.apache.iceberg.types.Conversions
                 ranges.append(
                     getattr(expressions, "and")(
                         expressions.greaterThanOrEqual(
@@ -422,8 +462,7 @@ class _Staging:
         return expressions.alwaysTrue()
 
     def close(self) -> None:
-        manager = self.t.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
         for set_id in self.sets:
-            manager.removeTasks(self.table, set_id)
+            self.t.h.task_sets.removeTasks(self.table, set_id)
         for view in self.views:
             self.t.spark.catalog.dropTempView(view)

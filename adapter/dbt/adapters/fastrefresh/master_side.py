@@ -14,10 +14,10 @@ registered view has consumed.
 - **Range**: the view's changes are the rows ``position < sequence__ <= through``, where
   ``position`` is where the view's last refresh got to on this log and ``through`` the
   log's last sequence after setup. Stamps grow with sequences, so this is exactly
-  Oracle's ``last_refresh < snaptime__ <= now``, read by the column that prunes files.
-- **Purge**: rows up to the least position of the views registered on the log go. Views
-  register at a position that is the end of some capture's rows, which are whole files,
-  so a purge drops whole files: a metadata-only commit.
+  Oracle's ``last_refresh < snaptime__ <= now``. Every place a view reaches ends a
+  capture, so the range is whole captures, read by ``capture__`` (the log's partition).
+- **Purge**: rows up to the least position of the views registered on the log go: whole
+  partitions, so a purge is a metadata-only commit.
 """
 
 from __future__ import annotations
@@ -90,8 +90,9 @@ class Setup:
         return self.log.state.epoch_id(self.log.config)
 
     def range_predicate(self) -> str:
-        """The SQL predicate of the view's rows in this log."""
-        return f"sequence__ > {self.after_sequence} AND sequence__ <= {self.through_sequence}"
+        """The SQL predicate of the view's rows in this log: whole captures (partitions),
+        since every place a view reaches ends a capture."""
+        return f"capture__ > {self.after_sequence} AND capture__ <= {self.through_sequence}"
 
     def new_position(self) -> Position:
         return Position(self.epoch, self.through_sequence, self.now)
@@ -140,7 +141,7 @@ def setup(env: Env, master: TableMeta, mview: TableName, position: Position | No
             commit_with_state(
                 env, log,
                 f"UPDATE {log.log_table.sql} SET snaptime__ = {timestamp(now)} "
-                f"WHERE sequence__ > {state.marked_sequence} AND sequence__ <= "
+                f"WHERE capture__ > {state.marked_sequence} AND capture__ <= "
                 f"{state.last_sequence} AND snaptime__ = {UNMARKED_SQL}",
                 marked, fault="setup.after_mark",
             )  # fmt: skip
@@ -243,14 +244,14 @@ def execute_purge(env: Env, log: LoadedLog, plan: PurgePlan) -> None:
     """Delete the rows of ``plan`` and record the log's state with them (caller holds the
     log's lock): whole files in one metadata-only commit where they line up, else by rows."""
     summary = {LOG_STATE: plan.state.to_json()}
-    dropped = env.tables.delete_through(log.log_table, "sequence__", plan.through, summary)
+    dropped = env.tables.delete_through(log.log_table, "capture__", plan.through, summary)
     if dropped and env.tables.kind == "java":
         env.upkeep_commit(log.log_table)
         env.runtime.journal(env.registry).logs.add(str(log.master))
         return
     if not dropped:
         commit_with_state(
-            env, log, f"DELETE FROM {log.log_table.sql} WHERE sequence__ <= {plan.through}",
+            env, log, f"DELETE FROM {log.log_table.sql} WHERE capture__ <= {plan.through}",
             plan.state, fault="purge.after_delete",
         )  # fmt: skip
         return

@@ -2,9 +2,10 @@
 
 The log of ``db.t`` is the Iceberg table ``db.mlog__t`` (Oracle's ``MLOG$_T``): the master's
 key columns, the logged columns, and ``snaptime__`` (timestamp flavour only),
-``dmltype__``, ``old_new__``, ``change_vector__``, ``sequence__`` and ``xid__``. Its
-configuration is a property of the table, set by its ``CREATE TABLE``; its state travels
-with its commits (``state.py``).
+``dmltype__``, ``old_new__``, ``change_vector__``, ``sequence__``, ``xid__`` and
+``capture__``, the first sequence of the capture that wrote the row, by which the log is
+partitioned. Its configuration is a property of the table, set by its ``CREATE TABLE``;
+its state travels with its commits (``state.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ LOG_TABLE_PROPERTIES = {
     "write.delete.distribution-mode": "none",
     **METADATA_CLEANUP,
 }
-META_COLUMNS = ("snaptime__", "dmltype__", "old_new__", "change_vector__", "sequence__", "xid__")
+META_COLUMNS = (
+    "snaptime__", "dmltype__", "old_new__", "change_vector__", "sequence__", "xid__", "capture__",
+)  # fmt: skip
 
 
 def log_lock(log_table: TableName) -> str:
@@ -257,7 +260,7 @@ def create_mview_log(
         body += [] if commit_scn else ["snaptime__ TIMESTAMP_NTZ"]
         body += [
             "dmltype__ STRING", "old_new__ STRING", "change_vector__ BINARY",
-            "sequence__ BIGINT", "xid__ BIGINT",
+            "sequence__ BIGINT", "xid__ BIGINT", "capture__ BIGINT",
         ]  # fmt: skip
         properties: dict[str, str] = {
             **LOG_TABLE_PROPERTIES,
@@ -266,9 +269,12 @@ def create_mview_log(
             LOG_STATE: state.to_json(),
         }
         # Configuration and first state in the CREATE itself: a log exists whole or not.
+        # Partitioned by capture: a view's range and a purge select whole partitions, so
+        # Iceberg applies them alone (Spark filters no row again, and a statement's code
+        # does not change with the range: Spark reuses it compiled), and a purge drops files.
         env.sql.execute(
             f"CREATE TABLE {log_table.sql} (\n  " + ",\n  ".join(body) + "\n) USING iceberg "
-            f"TBLPROPERTIES ({sqltext.properties(properties)})"
+            f"PARTITIONED BY (capture__) TBLPROPERTIES ({sqltext.properties(properties)})"
         )
         env.runtime.chosen.pop(str(log_table), None)
         env.runtime.journal(env.registry).logs.add(str(master))
@@ -328,7 +334,7 @@ def delete_leftovers(env: Env, log: LoadedLog) -> LoadedLog:
         if stamped is not None and stamped > youngest:
             youngest = stamped
     env.sql.execute(
-        f"DELETE FROM {log.log_table.sql} WHERE sequence__ > {literal(state.last_sequence)}"
+        f"DELETE FROM {log.log_table.sql} WHERE capture__ > {literal(state.last_sequence)}"
     )
     env.upkeep_commit(log.log_table)
     record_state(env, log, state.replace(youngest=youngest))

@@ -55,6 +55,12 @@ VIEW_PROPERTIES = {"format-version": "2"}
 # An unpartitioned view's MERGE needs no shuffle before its write (Iceberg's default hash
 # distribution adds one; about 0.1 s of a 1M-row view's MERGE here).
 UNPARTITIONED_VIEW_PROPERTIES = {**VIEW_PROPERTIES, "write.merge.distribution-mode": "none"}
+# A view of at most this many data files takes its delta as one INSERT OVERWRITE of the
+# view instead of a MERGE: a copy-on-write MERGE rewrites the files its changed rows are
+# in, which for so few files is all of them, and first runs the delta once more to find
+# those files. (An aggregate view of 10,000 groups, 1% changes: 0.6-0.8 s against
+# 1.0-1.2 s.) Only on the Java path, which knows the count without a statement.
+OVERWRITE_MAX_FILES = 2
 
 
 @dataclass
@@ -94,6 +100,7 @@ class ViewRecord:
     config: ViewConfig | None
     state: ViewState | None
     found: Found
+    data_files: int | None = None  # the view's data files now (None: not known)
 
 
 @dataclass(frozen=True)
@@ -132,9 +139,14 @@ def load_view(env: Env, view: TableName) -> ViewRecord | None:
         return None
     text = meta.properties.get(VIEW_CONFIG)
     config = ViewConfig.from_json(text) if text else None
-    found = latest_state(meta, VIEW_STATE, env.tables.history(view))
+    history = env.tables.history(view)
+    found = latest_state(meta, VIEW_STATE, history)
     state = ViewState.from_json(found.text) if found.text else None
-    return ViewRecord(meta, config, state, found)
+    files = None
+    if env.tables.kind == "java" and meta.current_snapshot is not None:
+        current = history.get(meta.current_snapshot)  # the state's walk has read it
+        files = current.data_files if current else None
+    return ViewRecord(meta, config, state, found, files)
 
 
 def schema_hash(masters: list[MasterState]) -> str:
@@ -364,9 +376,10 @@ class _Refresh:
         log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
         types = {c.name: c.type for c in record.meta.columns}
         old_pins = _old_pins(self.setups, pins, previous)
+        small = record.data_files is not None and record.data_files <= OVERWRITE_MAX_FILES
         statement = sqlgen.delta_statement(
             plan, self.view, types, {m: s for m, s in sources.items() if m in pending},
-            pins, old_pins, record.config.avg_types,
+            pins, old_pins, record.config.avg_types, overwrite=small,
         )  # fmt: skip
         state = self._new_state("FAST", None, pins, record.state.last_fallback_reason)
         commit_view(self.env, self.view, statement, state, fault="apply.after_merge")

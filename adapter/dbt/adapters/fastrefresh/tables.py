@@ -59,7 +59,6 @@ class TableMeta:
     current_snapshot: int | None
     properties: Mapping[str, str]  # dbt-fastrefresh's own properties (fast_refresh.*)
     identifier_fields: tuple[str, ...] = ()
-    format_version: int = 2
 
 
 class History(Protocol):
@@ -277,13 +276,11 @@ class SqlTables:
         properties = {str(k): str(v) for k, v in self.x.query(f"SHOW TBLPROPERTIES {name.sql}")}
         current = properties.get("current-snapshot-id", "")
         identifiers = properties.get("identifier-fields", "")
-        version = properties.get("format-version", "2")
         return TableMeta(
             name, True, "iceberg", tuple(columns),
             int(current) if current.lstrip("-").isdigit() else None,
             {k: v for k, v in properties.items() if k.startswith("fast_refresh.")},
             tuple(p.strip().lower() for p in identifiers.strip("[]").split(",") if p.strip()),
-            int(version) if version.isdigit() else 2,
         )  # fmt: skip
 
     def history(self, name: TableName) -> History:

@@ -375,6 +375,7 @@ def _aggregate_signed(
     ctes: Sequence[str],
     avg_types: Mapping[str, str],
     rows: str,
+    overwrite: bool = False,
 ) -> str:
     groups = [f"__fr_g_{i}" for i in range(len(plan.groups))]
     parts = [*groups, "coalesce(sum(__fr_sign), 0) AS __fr_d_count"]
@@ -410,17 +411,63 @@ def _aggregate_signed(
             inserts[o.name] = (
                 f"CAST({_replace(o.sql, plan, new_values, group_s)} AS {types[o.name]})"
             )
+    cols = list(plan.view_columns)
+    update = {n: f"CAST({v} AS {types[n]})" for n, v in old_hidden.items()}
+    for o in plan.outputs:
+        if o.group is None:
+            value = _replace(o.sql, plan, old_values, group_t)
+            update[o.name] = f"CAST({value} AS {types[o.name]})"
     if plan.global_aggregate:
+        if overwrite:
+            return _overwrite(view, cols, source, "TRUE", update, {}, "FALSE", "FALSE")
         return (
             f"MERGE INTO {view.sql} t USING ({source}) s ON 1 = 1 "
             f"WHEN MATCHED THEN UPDATE SET {', '.join(sets)}"
         )
     on = " AND ".join(f"t.{_q(c)} <=> s.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
+    if overwrite:
+        return _overwrite(
+            view, cols, source, on, update, inserts,
+            "t.__fr_count + s.__fr_d_count = 0", "s.__fr_d_count > 0",
+        )  # fmt: skip
     return (
         f"MERGE INTO {view.sql} t USING ({source}) s ON {on} "
         "WHEN MATCHED AND t.__fr_count + s.__fr_d_count = 0 THEN DELETE "
         f"WHEN MATCHED THEN UPDATE SET {', '.join(sets)} "
         f"WHEN NOT MATCHED AND s.__fr_d_count > 0 THEN {_insert(plan, inserts)}"
+    )
+
+
+def _overwrite(
+    view: TableName,
+    cols: Sequence[str],
+    source: str,
+    on: str,
+    update: Mapping[str, str],
+    insert: Mapping[str, str],
+    delete_when: str,
+    insert_when: str,
+) -> str:
+    """The MERGE ``source`` into ``view`` as one ``INSERT OVERWRITE`` of the whole view:
+    the view's rows joined with the delta (a full outer join), each kept, updated,
+    deleted or inserted as the MERGE would. For a view of a file or two, which a MERGE
+    rewrites whole anyway, it saves the MERGE's extra pass to find the files to rewrite."""
+    values = []
+    for c in cols:
+        kept = f"t.{_q(c)}"
+        changed = update.get(c, kept)
+        new = insert.get(c, kept)  # (no insert: a global aggregate, whose row always exists)
+        values.append(
+            f"CASE WHEN s.__fr_in IS NULL THEN {kept} WHEN t.__fr_in IS NULL THEN {new} "
+            f"ELSE {changed} END AS {_q(c)}"
+        )
+    join = "FULL OUTER JOIN" if insert else "LEFT JOIN"
+    return (
+        f"INSERT OVERWRITE {view.sql} SELECT {', '.join(values)} FROM "
+        f"(SELECT *, TRUE AS __fr_in FROM {view.sql}) t {join} "
+        f"(SELECT *, TRUE AS __fr_in FROM ({source})) s ON {on} "
+        f"WHERE NOT (t.__fr_in IS NOT NULL AND s.__fr_in IS NOT NULL AND ({delete_when})) "
+        f"AND NOT (t.__fr_in IS NULL AND NOT ({insert_when}))"
     )
 
 
@@ -431,15 +478,19 @@ def _aggregate_recompute(
     ctes: Sequence[str],
     pins: Mapping[TableName, int | None],
     rows: str,
+    overwrite: bool = False,
 ) -> str:
     """Recompute the groups the changes touched, from the pinned masters."""
     cols = list(plan.view_columns)
     full = complete_select(plan, pins)
+    taken = {c: f"s.{_q(c)}" for c in cols}
     if plan.global_aggregate:
         source = (
             f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}) SELECT * FROM ({full}) __fr_re "
             "WHERE EXISTS (SELECT 1 FROM __fr_rows)"
         )
+        if overwrite:
+            return _overwrite(view, cols, source, "TRUE", taken, {}, "FALSE", "FALSE")
         sets = ", ".join(f"{_q(c)} = s.{_q(c)}" for c in cols)
         return f"MERGE INTO {view.sql} t USING ({source}) s ON 1 = 1 WHEN MATCHED THEN UPDATE SET {sets}"
     affected = ", ".join(f"__fr_g_{i}" for i in range(len(plan.groups)))
@@ -458,6 +509,8 @@ def _aggregate_recompute(
         f"FROM __fr_ag ag LEFT JOIN __fr_re re ON {back}"
     )
     on = " AND ".join(f"t.{_q(c)} <=> s.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
+    if overwrite:
+        return _overwrite(view, cols, source, on, taken, taken, "s.__fr_gone", "NOT s.__fr_gone")
     sets = ", ".join(f"{_q(c)} = s.{_q(c)}" for c in cols)
     return (
         f"MERGE INTO {view.sql} t USING ({source}) s ON {on} "
@@ -587,6 +640,7 @@ def delta_merge(
     source: Source,
     pins: Mapping[TableName, int | None],
     avg_types: Mapping[str, str],
+    overwrite: bool = False,
 ) -> str:
     """The MERGE that applies the changes of ``source`` to the view."""
     ctes = image_ctes(plan, source)
@@ -594,9 +648,10 @@ def delta_merge(
         if plan.keyed:
             return _projection_keyed(plan, view, types, ctes)
         return _projection_counted(plan, view, types, ctes)
+    rows = _aggregate_rows(plan)
     if plan.algebraic:
-        return _aggregate_signed(plan, view, types, ctes, avg_types, _aggregate_rows(plan))
-    return _aggregate_recompute(plan, view, types, ctes, pins, _aggregate_rows(plan))
+        return _aggregate_signed(plan, view, types, ctes, avg_types, rows, overwrite)
+    return _aggregate_recompute(plan, view, types, ctes, pins, rows, overwrite)
 
 
 def join_aggregate_merge(
@@ -607,12 +662,13 @@ def join_aggregate_merge(
     pins: Mapping[TableName, int | None],
     old_pins: Mapping[TableName, int | None],
     avg_types: Mapping[str, str],
+    overwrite: bool = False,
 ) -> str:
     """The MERGE that applies every master's changes to an aggregate over a join."""
     ctes, rows = join_delta_rows(plan, sources, pins, old_pins)
     if plan.algebraic:
-        return _aggregate_signed(plan, view, types, ctes, avg_types, rows)
-    return _aggregate_recompute(plan, view, types, ctes, pins, rows)
+        return _aggregate_signed(plan, view, types, ctes, avg_types, rows, overwrite)
+    return _aggregate_recompute(plan, view, types, ctes, pins, rows, overwrite)
 
 
 def delta_statement(
@@ -623,16 +679,21 @@ def delta_statement(
     pins: Mapping[TableName, int | None],
     old_pins: Mapping[TableName, int | None],
     avg_types: Mapping[str, str],
+    overwrite: bool = False,
 ) -> str:
     """The one MERGE that applies ``sources`` (the masters with changes) to the view: the
-    single place that maps a view's shape to its delta, for refresh and explain alike."""
+    single place that maps a view's shape to its delta, for refresh and explain alike.
+    ``overwrite``: as one INSERT OVERWRITE of the whole view where the shape allows (a
+    view of a file or two)."""
     if plan.shape == "join":
         logs = {m: s for m, s in sources.items() if isinstance(s, LogSource)}
         return join_merge(plan, view, types, logs, pins)
     if plan.inputs:  # an aggregate over a join: every master's changes in one MERGE
-        return join_aggregate_merge(plan, view, types, sources, pins, old_pins, avg_types)
+        return join_aggregate_merge(
+            plan, view, types, sources, pins, old_pins, avg_types, overwrite
+        )
     (source,) = sources.values()
-    return delta_merge(plan, view, types, source, pins, avg_types)
+    return delta_merge(plan, view, types, source, pins, avg_types, overwrite)
 
 
 def notes(plan: ViewPlan) -> list[str]:
