@@ -1,9 +1,9 @@
 """Many threads refreshing views on one log in one process lose no commit.
 
 The embedded catalog does no commit locking (two threads committing to one Iceberg table
-can silently lose a commit), so every write to a log or registry table runs under that
-table's lock. Here six threads refresh six views on one log at once, round after round,
-while capture runs inside each refresh.
+can silently lose a commit), so every write to a log runs under that log's lock in the
+process (``runtime.Runtime.holding``). Here six threads refresh six views on one log at
+once, round after round, while capture runs inside each refresh, on both paths.
 """
 
 from __future__ import annotations
@@ -11,51 +11,80 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Any
 
-from dbt.adapters.fastrefresh import logs, logsite
-from dbt.adapters.fastrefresh.clock import utcnow
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import Registry
+import pytest
+
+from dbt.adapters.fastrefresh import mlog, refresh, registry
+from dbt.adapters.fastrefresh.master_side import read_view_state
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import env_for, matches
 
 VIEWS = [f"v{i}" for i in range(6)]
 ROUNDS = 2
 
 
-def test_parallel_refreshes_on_one_log_lose_nothing(spark: Any) -> None:
-    x = SparkExecutor(spark)
-    registry = Registry(x, "conc_registry")
-    spark.sql("CREATE SCHEMA conc")
-    spark.sql("CREATE TABLE conc.m (k BIGINT NOT NULL, v INT) USING iceberg")
-    spark.sql("ALTER TABLE conc.m SET IDENTIFIER FIELDS k")
-    logs.create_mview_log(x, registry, "conc.m", None, False, None, utcnow)
-    master = TableName("conc", "m")
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_parallel_refreshes_on_one_log_lose_nothing(spark: Any, path: str) -> None:
+    schema = f"conc_{path}"
+    env = env_for(spark, f"{schema}_registry", path)
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, v INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
+    mlog.create_mview_log(env, f"{schema}.m", purge="synchronous")
+    master = TableName(schema, "m")
+    log_table = TableName(schema, "mlog__m")
+    sqls = {v: f"SELECT k, v FROM {schema}.m WHERE v > {i - 3}" for i, v in enumerate(VIEWS)}
+    # A laggard holds the log's rows until the end, so their stamps can be checked.
+    sqls["laggard"] = f"SELECT k FROM {schema}.m"
+    for view in [*VIEWS, "laggard"]:
+        refresh.refresh_view(
+            env, view=TableName(schema, view), sql=sqls[view], method="force", exists=False
+        )
     times: dict[str, list[Any]] = {v: [] for v in VIEWS}
 
-    def refresh(view: str) -> Any:
-        done = logsite.setup(x, registry, master, TableName("conc", view), utcnow)
-        logsite.wrap_up(x, registry, done)
-        return done
+    def run(view: str) -> Any:
+        name = TableName(schema, view)
+        result = refresh.refresh_view(env, view=name, sql=sqls[view], method="fast", exists=True)
+        state = read_view_state(env, name)
+        assert state is not None
+        return result, state.positions[str(log_table)]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(VIEWS)) as pool:
         for round_ in range(ROUNDS):
-            spark.sql(f"INSERT INTO conc.m VALUES ({round_ * 10 + 1}, 1), ({round_ * 10 + 2}, 2)")
-            spark.sql(f"UPDATE conc.m SET v = v + 1 WHERE k = {round_ * 10 + 1}")
-            for view, done in zip(VIEWS, pool.map(refresh, VIEWS), strict=True):
-                times[view].append(done)
+            spark.sql(
+                f"INSERT INTO {schema}.m VALUES ({round_ * 10 + 1}, 1), ({round_ * 10 + 2}, 2)"
+            )
+            spark.sql(f"UPDATE {schema}.m SET v = v + 1 WHERE k = {round_ * 10 + 1}")
+            for view, (result, position) in zip(VIEWS, pool.map(run, VIEWS), strict=True):
+                assert result.refresh_type == "FAST", (view, str(result.reason))
+                times[view].append(position)
 
-    all_times = [d.now for ds in times.values() for d in ds]
+    all_times = [p.last_refresh for ps in times.values() for p in ps]
     assert len(set(all_times)) == len(all_times), "every refresh got its own time"
-    users = {u.mview.table: u for u in registry.log_users(TableName("conc", "mlog__m"))}
-    assert set(users) == set(VIEWS), "no registration was lost"
-    for view, done in times.items():
-        assert users[view].last_refresh == done[-1].now, f"{view}'s last refresh was lost"
-    log = registry.log_for_master(master)
+    log = mlog.load_log(env, master)
     assert log is not None
+    assert set(log.state.users) == {f"{schema}.{v}" for v in [*VIEWS, "laggard"]}, (
+        "no registration lost"
+    )
     # Each round: 2 inserts + one update as old and new image = 4 log rows, each once.
-    assert log.last_sequence == 4 * ROUNDS
-    captured = spark.sql("SELECT sum(log_rows) FROM conc_registry.capture_runs").collect()[0][0]
+    assert log.state.last_sequence == 4 * ROUNDS
+    for view in VIEWS:
+        assert matches(spark, TableName(schema, view), sqls[view]), view
+        assert times[view][-1].last_sequence == 4 * ROUNDS, f"{view} missed rows"
+    stamps = [
+        r[0] for r in spark.sql(
+            f"SELECT snaptime__ FROM {schema}.mlog__m ORDER BY sequence__"
+        ).collect()
+    ]  # fmt: skip
+    assert len(stamps) == 4 * ROUNDS
+    assert stamps == sorted(stamps) and stamps[0] < stamps[-1], "stamps grow with the log"
+    assert max(stamps) <= max(all_times)
+    refresh.refresh_view(
+        env, view=TableName(schema, "laggard"), sql=sqls["laggard"], method="fast", exists=True
+    )
+    registry.publish(env)
+    captured = spark.sql(f"SELECT sum(log_rows) FROM {schema}_registry.capture_runs").collect()[0][
+        0
+    ]
     assert captured == 4 * ROUNDS, "no capture ran twice over the same commits"
-    assert log.youngest == max(all_times), "youngest is the latest refresh time"
     # Every view refreshed after the last round: everything was consumed and purged.
-    assert spark.sql("SELECT count(*) FROM conc.mlog__m").collect()[0][0] == 0
-    assert len(spark.sql("SELECT * FROM conc_registry.mview_logs").collect()) == 1
+    assert spark.sql(f"SELECT count(*) FROM {schema}.mlog__m").collect()[0][0] == 0

@@ -86,7 +86,9 @@ def lit(value: Any) -> str:
 class World:
     """Masters, logs and views in one schema, driven straight through the Python layer."""
 
-    def __init__(self, spark: Any, commit_scn: bool, path: str = "java", purge: str = "asynchronous") -> None:
+    def __init__(
+        self, spark: Any, commit_scn: bool, path: str = "java", purge: str = "asynchronous"
+    ) -> None:
         self.spark = spark
         self.s = f"oracle_{next(_n)}_{'scn' if commit_scn else 'ts'}_{path}"
         self.env = env_for(spark, f"{self.s}_registry", path)
@@ -113,7 +115,11 @@ class World:
         sql(f"INSERT INTO {self.s}.m3 VALUES (1, 'a', 5), (2, 'b', 6)")
         for master, columns, key in (("m1", None, None), ("m2", None, []), ("m3", [], None)):
             mlog.create_mview_log(
-                self.env, f"{self.s}.{master}", columns=columns, commit_scn=commit_scn, key=key,
+                self.env,
+                f"{self.s}.{master}",
+                columns=columns,
+                commit_scn=commit_scn,
+                key=key,
                 purge=purge,
             )
         for view in VIEWS:
@@ -260,7 +266,9 @@ ALL = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("commit_scn", "path", "purge"), DEFAULT, ids=["ts-java-async", "scn-sql-sync"])
+@pytest.mark.parametrize(
+    ("commit_scn", "path", "purge"), DEFAULT, ids=["ts-java-async", "scn-sql-sync"]
+)
 def test_views_equal_their_queries_after_every_refresh(
     spark: Any, commit_scn: bool, path: str, purge: str
 ) -> None:

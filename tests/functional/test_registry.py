@@ -1,148 +1,194 @@
-"""The registry's versioning: foreign and newer tables are refused, an earlier release's
-registry is brought up to date in place, and what it holds is kept."""
+"""The registry: what a publish shows, its versioning, and the migration of release 0.1's
+registry in place (nothing it held is lost; views keep refreshing fast)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
 
+from dbt.adapters.fastrefresh import master as mt
+from dbt.adapters.fastrefresh import mlog, refresh, registry
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import (
-    TABLES,
-    VERSION_PROPERTY,
-    Registry,
-)
+from dbt.adapters.fastrefresh.ivm.analysis import query_hash
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import env_for, keyed_master_with_log, matches
+
+# Release 0.1's registry tables (registry version 1), as it created them.
+V1 = {
+    "mview_logs": "master STRING, log_table STRING, flavour STRING, key_columns ARRAY<STRING>, "
+    "logged_columns ARRAY<STRING>, master_columns ARRAY<STRING>, keyless BOOLEAN, created "
+    "TIMESTAMP_NTZ, oldest TIMESTAMP_NTZ, youngest TIMESTAMP_NTZ, last_purge_time "
+    "TIMESTAMP_NTZ, last_purge_rows BIGINT, captured_through BIGINT, captured_at TIMESTAMP_NTZ, "
+    "last_sequence BIGINT, marked_sequence BIGINT, purged_through TIMESTAMP_NTZ, "
+    "purged_sequence BIGINT, younger_than TIMESTAMP_NTZ, younger_reason STRING",
+    "mview_log_users": "log_table STRING, master STRING, mview STRING, registered_at "
+    "TIMESTAMP_NTZ, last_refresh TIMESTAMP_NTZ, last_sequence BIGINT, master_snapshot BIGINT",
+    "mviews": "mview STRING, query_hash STRING, refresh_method STRING, masters ARRAY<STRING>, "
+    "shape STRING, last_refresh_type STRING, last_refresh_time TIMESTAMP_NTZ, staleness STRING, "
+    "last_fallback_reason STRING, view_snapshot BIGINT, master_snapshots MAP<STRING, BIGINT>, "
+    "master_schema_hash STRING, registered_at TIMESTAMP_NTZ, definition STRING, table_options STRING",
+    "refresh_runs": "run_id STRING, mview STRING, started TIMESTAMP_NTZ, ended TIMESTAMP_NTZ, "
+    "refresh_type STRING, reason STRING, log_rows_read BIGINT, rows_applied BIGINT, status "
+    "STRING, error STRING, phase_seconds MAP<STRING, DOUBLE>",
+    "capture_runs": "log_table STRING, master STRING, captured_at TIMESTAMP_NTZ, from_snapshot "
+    "BIGINT, to_snapshot BIGINT, snapshots BIGINT, first_sequence BIGINT, last_sequence BIGINT, "
+    "log_rows BIGINT, oldest_commit TIMESTAMP_NTZ, newest_commit TIMESTAMP_NTZ, seconds DOUBLE",
+}
+T0 = dt.datetime(2026, 1, 2, 3, 4, 5)
 
 
-def _create(spark: Any, schema: str, name: str, properties: str) -> None:
-    cols = ", ".join(f"`{c}` {t}" for c, t in TABLES[name])
-    spark.sql(f"CREATE TABLE {schema}.{name} ({cols}) USING iceberg TBLPROPERTIES ({properties})")
-
-
-def _properties(spark: Any, table: str) -> dict[str, str]:
-    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-
-
-def test_a_table_without_the_version_is_refused_and_nothing_is_created(spark: Any) -> None:
-    spark.sql("CREATE SCHEMA reg_foreign")
-    _create(spark, "reg_foreign", "mview_logs", "'format-version'='2'")
-    with pytest.raises(FastRefreshError, match=r"not a dbt-fastrefresh registry table.*Fix:"):
-        Registry(SparkExecutor(spark), "reg_foreign").ensure()
+def _tables(spark: Any, schema: str) -> set[str]:
     # SHOW TABLES also lists the session's temporary views (another test's, in this worker).
-    rows = spark.sql("SHOW TABLES IN reg_foreign").collect()
-    tables = {r[1] for r in rows if not r[2]}
-    assert tables == {"mview_logs"}, "no registry table was created beside a foreign one"
+    return {r[1] for r in spark.sql(f"SHOW TABLES IN {schema}").collect() if not r[2]}
+
+
+def test_a_foreign_table_named_like_the_registry_is_refused(spark: Any) -> None:
+    spark.sql("CREATE SCHEMA reg_foreign")
+    spark.sql("CREATE TABLE reg_foreign.registry (x INT) USING iceberg")
+    env = env_for(spark, "reg_foreign")
+    with pytest.raises(FastRefreshError, match=r"not a dbt-fastrefresh registry.*Fix:"):
+        registry.ensure(env)
+    assert _tables(spark, "reg_foreign") == {"registry"}, "nothing created beside it"
+
+
+def test_a_registry_of_a_newer_release_is_refused(spark: Any) -> None:
+    spark.sql("CREATE SCHEMA reg_newer")
+    spark.sql(
+        "CREATE TABLE reg_newer.registry (x INT) USING iceberg "
+        f"TBLPROPERTIES ('{registry.VERSION_PROPERTY}'='99')"
+    )
+    with pytest.raises(FastRefreshError, match=r"newer dbt-fastrefresh.*version 99.*upgrade"):
+        registry.ensure(env_for(spark, "reg_newer"))
+
+
+def test_a_foreign_table_named_like_a_registry_view_is_refused(spark: Any) -> None:
+    spark.sql("CREATE SCHEMA reg_foreign_view")
+    spark.sql("CREATE TABLE reg_foreign_view.mviews (x INT) USING iceberg")
+    with pytest.raises(FastRefreshError, match=r"mviews is a table.*Fix:"):
+        registry.ensure(env_for(spark, "reg_foreign_view"))
 
 
 def test_a_temporary_view_is_not_taken_for_a_table(spark: Any) -> None:
     """SHOW TABLES lists the session's temporary views in every schema: a view named like
-    a registry table or a master must not pass for it."""
-    from dbt.adapters.fastrefresh import master as mt
-
+    a registry object or a master must not pass for it."""
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW mviews AS SELECT 1 AS x")
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW orders_tmp AS SELECT 1 AS x")
     try:
-        x = SparkExecutor(spark)
-        Registry(x, "reg_temp").ensure()
-        rows = spark.sql("SHOW TABLES IN reg_temp").collect()
-        assert {r[1] for r in rows if not r[2]} == set(TABLES), "every registry table created"
-        assert mt.table_exists(x, TableName("reg_temp", "mviews"))
-        assert not mt.table_exists(x, TableName("reg_temp", "orders_tmp"))
+        env = env_for(spark, "reg_temp")
+        registry.ensure(env)
+        assert _tables(spark, "reg_temp") == {"registry", *registry.VIEWS}
+        assert mt.table_exists(env.sql, TableName("reg_temp", "mviews"))
+        assert not mt.table_exists(env.sql, TableName("reg_temp", "orders_tmp"))
     finally:
         spark.sql("DROP VIEW IF EXISTS mviews")
         spark.sql("DROP VIEW IF EXISTS orders_tmp")
 
 
-def test_a_registry_of_a_newer_release_is_refused(spark: Any) -> None:
-    spark.sql("CREATE SCHEMA reg_newer")
-    _create(spark, "reg_newer", "mview_logs", f"'{VERSION_PROPERTY}'='99'")
-    with pytest.raises(FastRefreshError, match=r"newer dbt-fastrefresh.*version 99.*upgrade"):
-        Registry(SparkExecutor(spark), "reg_newer").ensure()
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_run_is_published_in_one_commit_and_shows_the_newest_state(spark: Any, path: str) -> None:
+    schema = f"reg_pub_{path}"
+    env = keyed_master_with_log(spark, schema, rows=10, groups=3, path=path)
+    view = TableName(schema, "v")
+    sql = f"SELECT g, count(*) AS n FROM {schema}.m GROUP BY g"
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    registry.publish(env)
+    table = registry.table(env)
+    before = spark.sql(f"SELECT count(*) FROM {table.sql}.snapshots").collect()[0][0]
+    for k in (100, 101):
+        spark.sql(f"INSERT INTO {schema}.m VALUES ({k}, 1, 1)")
+        refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+    assert "published" in registry.publish(env)
+    after = spark.sql(f"SELECT count(*) FROM {table.sql}.snapshots").collect()[0][0]
+    assert after == before + 1, "two refreshes, one registry commit"
+    assert registry.publish(env).endswith("nothing to publish")
+    reg = f"{schema}_registry"
+    (row,) = spark.sql(f"SELECT last_sequence, youngest FROM {reg}.mview_logs").collect()
+    assert row[0] == 2, "the log's newest row, not an earlier one"
+    users = spark.sql(f"SELECT mview, last_sequence FROM {reg}.mview_log_users").collect()
+    assert [tuple(u) for u in users] == [(str(view), 2)]
+    runs = spark.sql(f"SELECT refresh_type FROM {reg}.refresh_runs ORDER BY started").collect()
+    assert [r[0] for r in runs] == ["COMPLETE", "FAST", "FAST"]
+    (staleness,) = spark.sql(f"SELECT staleness FROM {reg}.mviews").collect()[0]
+    assert staleness == "FRESH"
+    mlog.drop_mview_log(env, f"{schema}.m")
+    registry.publish(env)
+    assert spark.sql(f"SELECT * FROM {reg}.mview_logs").collect() == [], "a dropped log is gone"
+    assert spark.sql(f"SELECT * FROM {reg}.mview_log_users").collect() == []
 
 
-def test_an_earlier_registry_gets_the_missing_properties_and_keeps_its_rows(spark: Any) -> None:
-    # As release 0.1 created it: the version and the format, nothing else.
-    spark.sql("CREATE SCHEMA reg_old")
-    for name in TABLES:
-        _create(spark, "reg_old", name, f"'{VERSION_PROPERTY}'='1', 'format-version'='2'")
-    # A property set by hand stays as it is.
+def test_a_release_0_1_registry_is_migrated_and_its_views_stay_fast(spark: Any) -> None:
+    schema, reg = "reg_v1", "reg_v1_registry"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE SCHEMA {reg}")
+    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, v INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {schema}.m VALUES (1, 10), (2, 20)")
+    sql = f"SELECT k, v FROM {schema}.m"
     spark.sql(
-        "ALTER TABLE reg_old.mviews SET TBLPROPERTIES "
-        "('write.metadata.previous-versions-max'='100')"
+        f"CREATE TABLE {schema}.v USING iceberg TBLPROPERTIES ('format-version'='2') AS {sql}"
     )
-    registry = Registry(SparkExecutor(spark), "reg_old")
-    registry.insert("mviews", [{"mview": "s.v", "query_hash": "h", "staleness": "FRESH"}])
-    registry.ensure()
-    for name in TABLES:
-        properties = _properties(spark, f"reg_old.{name}")
-        expected = {  # spelled out: the test must notice a property dropped from the code
-            "write.update.distribution-mode": "none",
-            "write.delete.distribution-mode": "none",
-            "write.merge.distribution-mode": "none",
-            "write.metadata.delete-after-commit.enabled": "true",
-            "write.metadata.previous-versions-max": "10",
-        }
-        if name == "mviews":
-            expected["write.metadata.previous-versions-max"] = "100"
-        assert {k: properties.get(k) for k in expected} == expected, name
-        assert properties[VERSION_PROPERTY] == "1"
-    row = registry.mview(TableName("s", "v"))
-    assert row is not None and row.query_hash == "h" and row.staleness == "FRESH"
-
-
-def test_update_rows_sets_each_rows_own_columns_in_one_commit(spark: Any) -> None:
-    registry = Registry(SparkExecutor(spark), "reg_rows")
-    registry.ensure()
-    registry.insert(
-        "mview_log_users",
-        [
-            {"log_table": log, "mview": view, "last_sequence": 1, "master_snapshot": 7}
-            for log in ("s.mlog__a", "s.mlog__b")
-            for view in ("s.v", "s.w")
-        ],
+    built = int(spark.sql(f"SELECT snapshot_id FROM {schema}.m.snapshots").collect()[-1][0])
+    view_snapshot = int(spark.sql(f"SELECT snapshot_id FROM {schema}.v.snapshots").collect()[-1][0])
+    # A change release 0.1 captured and no view consumed yet.
+    spark.sql(f"UPDATE {schema}.m SET v = 11 WHERE k = 1")
+    now = int(
+        spark.sql(
+            f"SELECT snapshot_id FROM {schema}.m.snapshots ORDER BY committed_at DESC"
+        ).collect()[0][0]
     )
-    table = "reg_rows.mview_log_users"
-    snapshots = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
-    registry.update_rows(
-        "mview_log_users",
-        ["log_table", "mview"],
-        [
-            {"log_table": "s.mlog__a", "mview": "s.v", "last_sequence": 5},
-            {"log_table": "s.mlog__b", "mview": "s.v", "last_sequence": 6, "master_snapshot": None},
-        ],
+    spark.sql(
+        f"CREATE TABLE {schema}.mlog__m (k BIGINT, v INT, snaptime__ TIMESTAMP_NTZ, dmltype__ STRING, "
+        "old_new__ STRING, change_vector__ BINARY, sequence__ BIGINT, xid__ BIGINT) USING iceberg "
+        f"TBLPROPERTIES ('format-version'='2', 'fast_refresh.master'='{schema}.m')"
     )
-    rows = spark.sql(
-        f"SELECT log_table, mview, last_sequence, master_snapshot FROM {table} "
-        "ORDER BY log_table, mview"
-    ).collect()
-    assert [tuple(r) for r in rows] == [
-        ("s.mlog__a", "s.v", 5, 7),  # a column the row does not name keeps its value
-        ("s.mlog__a", "s.w", 1, 7),  # a row not named is left alone
-        ("s.mlog__b", "s.v", 6, None),  # NULL is a value like any other
-        ("s.mlog__b", "s.w", 1, 7),
-    ]
-    after = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
-    assert after == snapshots + 1, "one commit for both rows"
+    spark.sql(
+        f"INSERT INTO {schema}.mlog__m VALUES (1, 10, TIMESTAMP_NTZ'4000-01-01 00:00:00', 'U', 'O', "
+        f"X'04', 1, {now}), (1, 11, TIMESTAMP_NTZ'4000-01-01 00:00:00', 'U', 'N', X'04', 2, {now})"
+    )
+    for name, columns in V1.items():
+        spark.sql(
+            f"CREATE TABLE {reg}.{name} ({columns}) USING iceberg TBLPROPERTIES "
+            f"('{registry.VERSION_PROPERTY}'='1', 'format-version'='2')"
+        )
+    ts = f"TIMESTAMP_NTZ'{T0:%Y-%m-%d %H:%M:%S}'"
+    spark.sql(
+        f"INSERT INTO {reg}.mview_logs VALUES ('{schema}.m', '{schema}.mlog__m', 'TIMESTAMP', "
+        f"array('k'), array('v'), array('k', 'v'), false, {ts}, {ts}, {ts}, NULL, 0, {now}, {ts}, "
+        f"2, 0, NULL, 0, {ts}, 'log created')"
+    )
+    spark.sql(
+        f"INSERT INTO {reg}.mview_log_users VALUES ('{schema}.mlog__m', '{schema}.m', '{schema}.v', "
+        f"{ts}, {ts}, 0, {built})"
+    )
+    env = env_for(spark, reg)
+    masters = refresh.load_masters(env, sql)
+    spark.sql(
+        f"INSERT INTO {reg}.mviews VALUES ('{schema}.v', '{query_hash(sql)}', 'force', "
+        f"array('{schema}.m'), 'projection', 'COMPLETE', {ts}, 'FRESH', 'first build', "
+        f"{view_snapshot}, map('{schema}.m', {built}L), '{refresh.schema_hash(masters)}', {ts}, "
+        f"'{sql}', '')"
+    )
+    spark.sql(
+        f"INSERT INTO {reg}.refresh_runs VALUES ('r1', '{schema}.v', {ts}, {ts}, 'COMPLETE', "
+        "'first build', 0, NULL, 'SUCCESS', NULL, map('total', 1.0D))"
+    )
 
+    registry.ensure(env)
+    views = {r[1] for r in spark.sql(f"SHOW VIEWS IN {reg}").collect() if not r[2]}
+    assert views == set(registry.VIEWS), "the registry's tables became views"
+    assert _tables(spark, reg) == {"registry", *registry.VIEWS}, "nothing else left behind"
+    history = spark.sql(f"SELECT run_id, reason FROM {reg}.refresh_runs").collect()
+    assert [tuple(r) for r in history] == [("r1", "first build")], "history kept"
 
-def test_update_sets_the_picked_rows_and_leaves_the_others(spark: Any) -> None:
-    registry = Registry(SparkExecutor(spark), "reg_update")
-    registry.ensure()
-    registry.insert("mviews", [{"mview": "s.v", "staleness": "FRESH", "view_snapshot": 1}])
-    registry.insert("mviews", [{"mview": "s.w", "staleness": "FRESH", "view_snapshot": 2}])
-    registry.insert("mviews", [{"mview": "s.x", "staleness": None, "view_snapshot": None}])
-    table = "reg_update.mviews"
-    snapshots = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
-    registry.update("mviews", "mview = 's.v' OR mview = 's.x'", {"staleness": "STALE"})
-    registry.update("mviews", "view_snapshot <> 1", {"staleness": "UNUSABLE"})
-    rows = spark.sql(f"SELECT mview, staleness, view_snapshot FROM {table} ORDER BY mview")
-    assert [tuple(r) for r in rows.collect()] == [
-        ("s.v", "STALE", 1),
-        ("s.w", "UNUSABLE", 2),
-        ("s.x", "STALE", None),  # NULL <> 1 is not true: not picked, as by a WHERE
-    ]
-    after = spark.sql(f"SELECT count(*) FROM {table}.snapshots").collect()[0][0]
-    assert after == snapshots + 2, "one commit per update"
+    result = refresh.refresh_view(
+        env, view=TableName(schema, "v"), sql=sql, method="fast", exists=True
+    )
+    assert result.refresh_type == "FAST" and result.log_rows == 2
+    assert matches(spark, TableName(schema, "v"), sql)
+    spark.sql(f"INSERT INTO {schema}.m VALUES (3, 30)")
+    result = refresh.refresh_view(
+        env, view=TableName(schema, "v"), sql=sql, method="fast", exists=True
+    )
+    assert result.refresh_type == "FAST" and matches(spark, TableName(schema, "v"), sql)

@@ -156,7 +156,15 @@ def test_upkeep_expires_every_nth_commit_of_each_table(monkeypatch: pytest.Monke
     monkeypatch.setattr(upkeep, "EVERY", 3)
     runtime = Runtime()
     a, b = TableName("s", "a"), TableName("s", "b")
-    assert [upkeep.due(runtime, a) for _ in range(7)] == [False, False, True, False, False, True, False]
+    assert [upkeep.due(runtime, a) for _ in range(7)] == [
+        False,
+        False,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
     assert [upkeep.due(runtime, b) for _ in range(3)] == [False, False, True], "each table alone"
     with upkeep.reading(runtime, [b, b]):
         assert [upkeep.due(runtime, b) for _ in range(5)] == [False] * 5, "not while being read"
@@ -175,4 +183,3 @@ def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
         "CALL system.expire_snapshots(table => 'reg.registry', "
         "older_than => TIMESTAMP'2026-01-02 03:04:05.000006+00:00', retain_last => 10)"
     )
-

@@ -69,9 +69,7 @@ def test_the_newest_state_wins_wherever_it_is_kept() -> None:
 
 
 def test_writes_past_the_state_are_reported() -> None:
-    history = _history(
-        SnapshotInfo(1, None, "append", None), SnapshotInfo(2, 1, "overwrite", None)
-    )
+    history = _history(SnapshotInfo(1, None, "append", None), SnapshotInfo(2, 1, "overwrite", None))
     found = latest_state(_meta(2, {"k": '{"snapshot": 1}'}), "k", history)
     assert found.anchor == 1 and found.changed_after, "a write after the recorded state"
     # A log created empty keeps its first state in a property that names no snapshot.

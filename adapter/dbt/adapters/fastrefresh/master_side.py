@@ -246,6 +246,7 @@ def execute_purge(env: Env, log: LoadedLog, plan: PurgePlan) -> None:
     summary = {LOG_STATE: plan.state.to_json()}
     dropped = env.tables.delete_through(log.log_table, "capture__", plan.through, summary)
     if dropped and env.tables.kind == "java":
+        faults.point("purge.after_delete")
         env.upkeep_commit(log.log_table)
         env.runtime.journal(env.registry).logs.add(str(log.master))
         return

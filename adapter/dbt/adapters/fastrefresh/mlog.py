@@ -126,14 +126,14 @@ def commit_with_state(
 ) -> None:
     """Run ``statement`` (a write to the log) so that ``state`` is recorded with it: in the
     commit's snapshot summary where the path can, else as a property right after (the
-    fault point ``fault`` sits between the two, for the crash tests)."""
+    fault point ``fault`` sits right after the statement, for the crash tests)."""
     with env.tables.summary({LOG_STATE: state.to_json()}) as attached:
         env.sql.execute(statement)
+    faults.point(fault)
     env.runtime.journal(env.registry).logs.add(str(log.master))
     env.upkeep_commit(log.log_table)
     if attached:
         return
-    faults.point(fault)
     current = env.tables.load(log.log_table, fresh=False)
     stored = state.replace(snapshot=current.current_snapshot if current else None)
     env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})

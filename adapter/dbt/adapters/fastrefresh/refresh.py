@@ -444,9 +444,9 @@ def commit_view(env: Env, view: TableName, statement: str, state: ViewState, *, 
     commit's snapshot summary where the path can, else as a property right after."""
     with env.tables.summary({VIEW_STATE: state.to_json()}) as attached:
         env.sql.execute(statement)
+    faults.point(fault)
     if attached:
         return
-    faults.point(fault)
     meta = env.tables.load(view, fresh=False)
     stored = state.replace(snapshot=meta.current_snapshot if meta else None)
     env.tables.set_properties(view, {VIEW_STATE: stored.to_json()})

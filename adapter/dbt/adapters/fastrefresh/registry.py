@@ -129,7 +129,7 @@ VIEWS: dict[str, list[tuple[str, str]]] = {
         ("captured_at", "TIMESTAMP_NTZ"),
         ("from_snapshot", "BIGINT"),
         ("to_snapshot", "BIGINT"),
-        ("snapshots", "INT"),
+        ("snapshots", "BIGINT"),
         ("first_sequence", "BIGINT"),
         ("last_sequence", "BIGINT"),
         ("log_rows", "BIGINT"),
@@ -188,13 +188,21 @@ def ensure(env: Env) -> None:
         if key in env.runtime.ensured:
             return
         env.sql.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(env.registry)}")
-        existing = mt.table_names(env.sql, env.registry)
-        if "mview_logs" in existing:
+        existing, views = _names(env)
+        if "mview_logs" in existing and "mview_logs" not in views:
             from dbt.adapters.fastrefresh import registry_migration
 
             if registry_migration.is_v1(env):
                 registry_migration.migrate_v1(env)
-                existing = mt.table_names(env.sql, env.registry)
+                existing, views = _names(env)
+        taken = sorted(v for v in VIEWS if v in existing and v not in views)
+        if taken:
+            raise FastRefreshError(
+                f"{TableName(env.registry, taken[0])} is a table, where the registry keeps a "
+                "view of that name: the schema holds tables that are not dbt-fastrefresh's. "
+                "Fix: set registry_schema in the profile to a schema that holds only the "
+                "registry, or rename that table."
+            )
         if TABLE in existing:
             _check_version(env)
         else:
@@ -205,6 +213,16 @@ def ensure(env: Env) -> None:
                     f"CREATE VIEW {TableName(env.registry, view).sql} AS {view_sql(env, view)}"
                 )
         env.runtime.ensured.add(key)
+
+
+def _names(env: Env) -> tuple[set[str], set[str]]:
+    """The schema's tables and views (lower case), and its views."""
+    views = {
+        str(r[1]).lower()
+        for r in env.sql.query(f"SHOW VIEWS IN {ident(env.registry)}")
+        if not (len(r) > 2 and str(r[2]).lower() == "true")
+    }
+    return mt.table_names(env.sql, env.registry), views
 
 
 def create_table(env: Env) -> None:

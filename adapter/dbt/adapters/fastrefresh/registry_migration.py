@@ -7,7 +7,8 @@ keep refreshing fast and no history is lost:
 
 1. each log's row (and its views' rows in ``mview_log_users``) becomes the log's
    configuration and state; rows a dead capture left past the recorded sequence are
-   deleted (the next capture takes their commits again), as release 0.1 would have;
+   deleted (the next capture takes their commits again), as release 0.1 would have; the
+   log gains its ``capture__`` column and partition;
 2. each view's row becomes its configuration and state, anchored at the view snapshot
    release 0.1 recorded (a view changed since then rebuilds, as it would have);
 3. the refresh and capture history is appended to the new registry table, which then
@@ -109,6 +110,13 @@ def _migrate_log(env: Env, row: dict[str, Any], users: list[dict[str, Any]]) -> 
     )  # fmt: skip
     last = int(row["last_sequence"] or 0)
     env.sql.execute(f"DELETE FROM {log_table.sql} WHERE sequence__ > {last}")  # leftovers
+    if "capture__" not in {c.name for c in meta.columns}:
+        # This release reads and purges a log by capture (its partition). Rows of release
+        # 0.1 each count as a capture of their own: every place a view reached there was
+        # a row boundary.
+        env.sql.execute(f"ALTER TABLE {log_table.sql} ADD COLUMNS (capture__ BIGINT)")
+        env.sql.execute(f"ALTER TABLE {log_table.sql} ADD PARTITION FIELD capture__")
+        env.sql.execute(f"UPDATE {log_table.sql} SET capture__ = sequence__")
     youngest = _when(row["youngest"])
     if config.flavour is Flavour.TIMESTAMP:
         stamped = env.sql.query(
