@@ -13,11 +13,9 @@ from decimal import Decimal
 
 import pytest
 
-from dbt.adapters.fastrefresh import logs, refresh
-from dbt.adapters.fastrefresh.clock import utcnow
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import Registry
+from dbt.adapters.fastrefresh import mlog, refresh
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import env_for
 
 # The doubles are binary fractions, so their sums are exact in any order (sums of other
 # doubles, added in another order than the recompute's, may differ in the last bit).
@@ -28,10 +26,11 @@ OUTPUTS = (
 )
 
 
-@pytest.mark.parametrize("shape", ["aggregate", "join_aggregate"])
+@pytest.mark.parametrize(("shape", "path"), [("aggregate", "java"), ("join_aggregate", "sql")])
 def test_arithmetic_over_aggregates_refreshes_to_the_recomputed_digits(
     spark,  # type: ignore[no-untyped-def]
     shape: str,
+    path: str,
 ) -> None:
     schema = f"exact_{shape}"
     spark.sql(f"CREATE SCHEMA {schema}")
@@ -45,14 +44,12 @@ def test_arithmetic_over_aggregates_refreshes_to_the_recomputed_digits(
         "(3, 'b', 4, NULL, NULL), (4, 'b', 5, 0.01, 1e300)"
     )
     spark.sql(f"INSERT INTO {schema}.dim VALUES ('a', 'north'), ('b', 'south')")
-    x = SparkExecutor(spark)
-    registry = Registry(x, f"{schema}_registry")
-    registry.ensure()
-    logs.create_mview_log(x, registry, f"{schema}.m", None, False, ["k"], utcnow)
+    env = env_for(spark, f"{schema}_registry", path)
+    mlog.create_mview_log(env, f"{schema}.m", key=["k"])
     if shape == "aggregate":
         sql = f"SELECT m.g, {OUTPUTS} FROM {schema}.m m GROUP BY m.g"
     else:
-        logs.create_mview_log(x, registry, f"{schema}.dim", None, False, ["g"], utcnow)
+        mlog.create_mview_log(env, f"{schema}.dim", key=["g"])
         sql = (
             f"SELECT d.region, {OUTPUTS} FROM {schema}.m m JOIN {schema}.dim d ON m.g = d.g "
             "GROUP BY d.region"
@@ -61,7 +58,7 @@ def test_arithmetic_over_aggregates_refreshes_to_the_recomputed_digits(
     columns = ", ".join(spark.sql(sql).columns)
 
     def run(exists: bool) -> str:
-        result = refresh.refresh_view(x, registry, view, sql, "fast", False, exists, "", utcnow)
+        result = refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=exists)
         return result.refresh_type
 
     def check() -> None:

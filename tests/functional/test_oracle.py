@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.fastrefresh import admin, capture, mlog, refresh
+from dbt.adapters.fastrefresh import admin, capture, mlog, refresh, registry
 from dbt.adapters.fastrefresh.decisions import ReasonCode
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, matches
@@ -87,7 +87,7 @@ class World:
     """Masters, logs and views in one schema, driven straight through the Python layer."""
 
     def __init__(
-        self, spark: Any, commit_scn: bool, path: str = "java", purge: str = "asynchronous"
+        self, spark: Any, commit_scn: bool, path: str = "java", purge: str = "deferred"
     ) -> None:
         self.spark = spark
         self.s = f"oracle_{next(_n)}_{'scn' if commit_scn else 'ts'}_{path}"
@@ -203,6 +203,7 @@ step = st.one_of(
     st.tuples(st.just("refresh"), st.sampled_from(sorted(VIEWS))),
     st.tuples(st.just("capture"), st.sampled_from(MASTERS)),
     st.tuples(st.just("purge"), st.sampled_from(MASTERS)),
+    st.tuples(st.just("publish")),  # the end of a dbt invocation: deferred purges run
 )
 
 
@@ -224,6 +225,8 @@ def run_oracle(world: World, examples: int, max_steps: int = 10) -> None:
                 capture.capture(world.env, TableName(world.s, s[1]))
             elif s[0] == "purge" and world.refreshes % 3 == 0:
                 world.purge(s[1])
+            elif s[0] == "publish":
+                registry.publish(world.env)
 
     oracle()
     # Every view catches up with the end state.
@@ -259,15 +262,15 @@ def test_every_change_kind_reaches_every_view(spark: Any, path: str) -> None:
 
 
 # The default suite's two runs cover both flavours, both paths and both purge modes.
-DEFAULT = [(False, "java", "asynchronous"), (True, "sql", "synchronous")]
+DEFAULT = [(False, "java", "deferred"), (True, "sql", "synchronous")]
 ALL = [
     (scn, path, purge)
-    for scn in (False, True) for path in ("java", "sql") for purge in ("asynchronous", "synchronous")
+    for scn in (False, True) for path in ("java", "sql") for purge in ("deferred", "synchronous")
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("commit_scn", "path", "purge"), DEFAULT, ids=["ts-java-async", "scn-sql-sync"]
+    ("commit_scn", "path", "purge"), DEFAULT, ids=["ts-java-deferred", "scn-sql-sync"]
 )
 def test_views_equal_their_queries_after_every_refresh(
     spark: Any, commit_scn: bool, path: str, purge: str

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.fastrefresh import capture, logs, refresh
-from dbt.adapters.fastrefresh.clock import utcnow
+from dbt.adapters.fastrefresh import capture, mlog, refresh
+from dbt.adapters.fastrefresh.decisions import ReasonCode
+from dbt.adapters.fastrefresh.env import Env
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import Registry
+from dbt.adapters.fastrefresh.master_side import read_view_state
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import keyed_master_with_log
+from tests.functional.sites import env_for, keyed_master_with_log
 
 ROWS = refresh.CHEAP_RANGE  # updating every row logs 2 * ROWS rows: 200% of the master
 
@@ -21,11 +21,11 @@ ROWS = refresh.CHEAP_RANGE  # updating every row logs 2 * ROWS rows: 200% of the
 @pytest.mark.parametrize("method", ["force", "fast"])
 def test_large_log_range_refreshes_completely_under_force(spark, method: str) -> None:  # type: ignore[no-untyped-def]
     schema = f"choice_{method}"
-    x, registry = keyed_master_with_log(spark, schema, rows=ROWS, groups=10)
+    env = keyed_master_with_log(spark, schema, rows=ROWS, groups=10)
     view, sql = TableName(schema, "v"), f"SELECT g, sum(x) AS sx FROM {schema}.m GROUP BY g"
 
     def run(exists: bool) -> refresh.RefreshResult:
-        return refresh.refresh_view(x, registry, view, sql, method, False, exists, "", utcnow)
+        return refresh.refresh_view(env, view=view, sql=sql, method=method, exists=exists)
 
     assert run(False).refresh_type == "COMPLETE"
     spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 10")  # small: fast either way
@@ -34,14 +34,15 @@ def test_large_log_range_refreshes_completely_under_force(spark, method: str) ->
     result = run(True)
     expected = sorted(spark.sql(sql).collect())
     assert sorted(spark.sql(f"SELECT g, sx FROM {schema}.v").collect()) == expected
-    row = registry.mview(view)
-    assert row is not None
+    state = read_view_state(env, view)
+    assert state is not None
     if method == "force":
         assert result.refresh_type == "COMPLETE"
-        assert "a complete refresh is cheaper" in (result.reason or "")
-        assert row.last_fallback_reason == result.reason, "the reason is in the registry"
+        assert result.reason is not None and result.reason.code is ReasonCode.RANGE_TOO_LARGE
+        assert "a complete refresh is cheaper" in str(result.reason)
+        assert state.last_fallback_reason == str(result.reason), "the reason is kept"
     else:
-        assert result.refresh_type == "FAST", result.reason
+        assert result.refresh_type == "FAST", str(result.reason)
         assert result.log_rows == 2 * ROWS
 
 
@@ -49,7 +50,7 @@ def _fact_and_dimension(
     spark,  # type: ignore[no-untyped-def]
     schema: str,
     dimension_files: int = 1,
-) -> tuple[SparkExecutor, Registry]:
+) -> Env:
     """A fact `a` (k, g, x) of 20 rows, a dimension `b` (g, region), and a registry."""
     spark.sql(f"CREATE SCHEMA {schema}")
     spark.sql(f"CREATE TABLE {schema}.a (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
@@ -59,16 +60,13 @@ def _fact_and_dimension(
     per_file = len(rows) // dimension_files
     for start in range(0, len(rows), per_file):  # one INSERT (one file) per slice
         spark.sql(f"INSERT INTO {schema}.b VALUES {', '.join(rows[start : start + per_file])}")
-    x = SparkExecutor(spark)
-    registry = Registry(x, f"{schema}_registry")
-    registry.ensure()
-    return x, registry
+    return env_for(spark, f"{schema}_registry")
 
 
-def _join_aggregate(x: SparkExecutor, registry: Registry, schema: str) -> str:
+def _join_aggregate(env: Env, schema: str) -> str:
     """Logs on `a` (full) and `b` (key only); an aggregate over their join."""
-    logs.create_mview_log(x, registry, f"{schema}.a", None, False, ["k"], utcnow)
-    logs.create_mview_log(x, registry, f"{schema}.b", [], False, ["g"], utcnow)
+    mlog.create_mview_log(env, f"{schema}.a", key=["k"])
+    mlog.create_mview_log(env, f"{schema}.b", columns=[], key=["g"])
     return (
         f"SELECT b.region, sum(a.x) AS sx, count(*) AS n FROM {schema}.a a "
         f"JOIN {schema}.b b ON a.g = b.g GROUP BY b.region"
@@ -85,16 +83,16 @@ def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
     # Both shapes read a master as the view last reflected it: the delta rule of an
     # aggregate over a join, and a log holding only the key (the rest by time travel).
     schema = f"expired_{shape}_{method}"
-    x, registry = _fact_and_dimension(spark, schema)
+    env = _fact_and_dimension(spark, schema)
     if shape == "join_aggregate":
-        sql = _join_aggregate(x, registry, schema)
+        sql = _join_aggregate(env, schema)
     else:
-        logs.create_mview_log(x, registry, f"{schema}.a", [], False, ["k"], utcnow)
+        mlog.create_mview_log(env, f"{schema}.a", columns=[], key=["k"])
         sql = f"SELECT g, sum(x) AS sx, count(*) AS n FROM {schema}.a GROUP BY g"
     view = TableName(schema, "v")
 
     def run(exists: bool) -> refresh.RefreshResult:
-        return refresh.refresh_view(x, registry, view, sql, method, False, exists, "", utcnow)
+        return refresh.refresh_view(env, view=view, sql=sql, method=method, exists=exists)
 
     def rows() -> list[object]:  # the query's columns (the view keeps hidden ones)
         return sorted(
@@ -110,7 +108,7 @@ def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
     if expired == "b":
         spark.sql(f"UPDATE {schema}.b SET region = 's' WHERE g = 2")
     for master in ("a", expired):  # the logs are complete...
-        capture.capture(x, registry, TableName(schema, master), utcnow)
+        capture.capture(env, TableName(schema, master))
     spark.sql(
         f"CALL spark_catalog.system.expire_snapshots(table => '{schema}.{expired}', "
         "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
@@ -125,7 +123,8 @@ def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
         method = "force"
     result = run(True)
     assert result.refresh_type == "COMPLETE"
-    assert "expire_snapshots removed it" in (result.reason or ""), result.reason
+    assert result.reason is not None and result.reason.code is ReasonCode.HISTORY_GONE
+    assert "expire_snapshots removed it" in str(result.reason)
     assert rows() == sorted(spark.sql(sql).collect())
     spark.sql(f"DELETE FROM {schema}.a WHERE k = 5")
     assert run(True).refresh_type == "FAST", "fast again from the rebuilt view's snapshot"
@@ -138,13 +137,13 @@ def test_a_compacted_and_expired_unchanged_dimension_keeps_the_join_aggregate_fa
     # Compaction commits change no row and give no log rows: the dimension as the view
     # last reflected it is its current snapshot, so expiring the older ones costs nothing.
     schema = "expired_compacted"
-    x, registry = _fact_and_dimension(spark, schema, dimension_files=4)
-    sql = _join_aggregate(x, registry, schema)
+    env = _fact_and_dimension(spark, schema, dimension_files=4)
+    sql = _join_aggregate(env, schema)
     view = TableName(schema, "v")
 
     def run() -> refresh.RefreshResult:
         exists = spark.catalog.tableExists(view.sql.replace("`", ""))
-        return refresh.refresh_view(x, registry, view, sql, "fast", False, exists, "", utcnow)
+        return refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=exists)
 
     assert run().refresh_type == "COMPLETE"
     before = spark.sql(f"SELECT snapshot_id FROM {schema}.b.snapshots").collect()
@@ -159,7 +158,7 @@ def test_a_compacted_and_expired_unchanged_dimension_keeps_the_join_aggregate_fa
     assert len(after) == 1 and after[0] not in before, "the reflected snapshot is gone"
     spark.sql(f"UPDATE {schema}.a SET x = 9 WHERE k < 6")
     result = run()
-    assert result.refresh_type == "FAST", result.reason
+    assert result.refresh_type == "FAST", str(result.reason)
     columns = ", ".join(spark.sql(sql).columns)
     assert sorted(spark.sql(f"SELECT {columns} FROM {view.sql}").collect()) == sorted(
         spark.sql(sql).collect()

@@ -1,20 +1,21 @@
-"""dbt-fastrefresh expires the old snapshots of its own tables (the registry's and the
-logs') every few commits, never those younger than ``upkeep.MIN_AGE`` nor the last
-``upkeep.KEEP_LAST``, and the refreshes that run across expiries stay fast and right."""
+"""dbt-fastrefresh expires the old snapshots of its own tables (the registry and the logs)
+every few commits, never those younger than ``upkeep.MIN_AGE`` nor the last
+``upkeep.KEEP_LAST`` (so never the newest, whose summary holds a log's state), and the
+refreshes that run across expiries stay fast and right."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import upkeep
+from dbt.adapters.fastrefresh import registry, upkeep
 from dbt.adapters.fastrefresh.clock import utcnow
-from dbt.adapters.fastrefresh.executor import SparkExecutor
-from dbt.adapters.fastrefresh.registry import TABLES
+from dbt.adapters.fastrefresh.runtime import Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import keyed_master_with_log, refresh_and_check
+from tests.functional.sites import env_for, keyed_master_with_log, refresh_and_check
 
 SCHEMA = "upkeep"
 VIEWS = {"by_g": f"SELECT g, count(*) AS n, sum(x) AS sx FROM {SCHEMA}.m GROUP BY g"}
@@ -29,9 +30,9 @@ def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
 ) -> None:
     monkeypatch.setattr(upkeep, "EVERY", 3)
     monkeypatch.setattr(upkeep, "KEEP_LAST", 1)
-    monkeypatch.setattr(upkeep, "_COMMITS", {})
-    x, registry = keyed_master_with_log(spark, SCHEMA, rows=50, groups=5)
-    own = [f"{SCHEMA}_registry.{t}" for t in TABLES] + [f"{SCHEMA}.mlog__m"]
+    env = keyed_master_with_log(spark, SCHEMA, rows=50, groups=5, purge="synchronous")
+    env = dataclasses.replace(env, runtime=Runtime())  # this test's commit counts alone
+    own = [f"{SCHEMA}_registry.registry", f"{SCHEMA}.mlog__m"]
 
     def round_of_changes(i: int) -> None:
         spark.sql(f"INSERT INTO {SCHEMA}.m VALUES ({100 + i}, {i % 3}, {i})")
@@ -42,8 +43,9 @@ def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
         for name, sql in VIEWS.items():
             expect = "COMPLETE" if first else "FAST"
             refresh_and_check(
-                spark, x, registry, TableName(SCHEMA, name), sql, exists=not first, expect=expect
+                spark, env, TableName(SCHEMA, name), sql, exists=not first, expect=expect
             )
+        registry.publish(env)  # one registry commit per round
 
     # Young snapshots are never expired: with the default MIN_AGE (an hour) every
     # snapshot this test makes is kept, although expiries run.
@@ -51,8 +53,8 @@ def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
     for i in range(1, 3):
         round_of_changes(i)
         refresh_all(first=False)
-    runs = _snapshots(spark, f"{SCHEMA}_registry.refresh_runs")
-    assert runs == 3, "one refresh_runs commit per refresh, none expired while young"
+    runs = _snapshots(spark, f"{SCHEMA}_registry.registry")
+    assert runs == 3, "one registry commit per publish, none expired while young"
 
     # With MIN_AGE zero, expiries keep the last KEEP_LAST, so no table of dbt-fastrefresh
     # holds more than KEEP_LAST + EVERY snapshots, however many commits it took.
@@ -64,11 +66,11 @@ def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
     counts = {t: _snapshots(spark, t) for t in own}
     assert all(c <= bound for c in counts.values()), counts
     commits = spark.sql(f"SELECT count(*) FROM {SCHEMA}_registry.refresh_runs").collect()[0][0]
-    assert commits == 9 > bound, "the refresh_runs rows of every refresh are still there"
+    assert commits == 9 > bound, "the history of every refresh is still there"
 
 
 def test_an_expiry_keeps_the_young_and_the_last_snapshots(spark: Any) -> None:
-    x = SparkExecutor(spark)
+    env = env_for(spark, f"{SCHEMA}_expiry_registry")
     table = TableName(f"{SCHEMA}_expiry", "t")
     spark.sql(f"CREATE SCHEMA IF NOT EXISTS {table.schema}")
     spark.sql(f"CREATE OR REPLACE TABLE {table.sql} (k INT) USING iceberg")
@@ -76,14 +78,14 @@ def test_an_expiry_keeps_the_young_and_the_last_snapshots(spark: Any) -> None:
         spark.sql(f"INSERT INTO {table.sql} VALUES ({i})")
     assert _snapshots(spark, table.sql) == 5
     # Every snapshot is younger than an hour ago: none may go.
-    assert upkeep.expire(x, table, utcnow() - dt.timedelta(hours=1), 2) is False
+    assert upkeep.expire(env, table, utcnow() - dt.timedelta(hours=1), 2) is False
     assert _snapshots(spark, table.sql) == 5
     # All are old enough: all but the last two go, and the rows stay.
-    assert upkeep.expire(x, table, utcnow() + dt.timedelta(seconds=1), 2) is True
+    assert upkeep.expire(env, table, utcnow() + dt.timedelta(seconds=1), 2) is True
     assert _snapshots(spark, table.sql) == 2
     assert spark.sql(f"SELECT count(*) FROM {table.sql}").collect()[0][0] == 5
     # Nothing left to expire beyond the last two.
-    assert upkeep.expire(x, table, utcnow() + dt.timedelta(seconds=1), 2) is False
+    assert upkeep.expire(env, table, utcnow() + dt.timedelta(seconds=1), 2) is False
 
 
 def test_a_failed_expiry_warns_and_does_not_raise(
@@ -91,9 +93,9 @@ def test_a_failed_expiry_warns_and_does_not_raise(
 ) -> None:
     warnings: list[str] = []
     monkeypatch.setattr(upkeep.logger, "warning", warnings.append)
-    x = SparkExecutor(spark)
+    env = env_for(spark, "upkeep_nowhere_registry")
     missing = TableName("upkeep_nowhere", "t")
-    assert upkeep.expire(x, missing, utcnow(), 1) is False
+    assert upkeep.expire(env, missing, utcnow(), 1) is False
     assert len(warnings) == 1
     assert "could not expire old snapshots of upkeep_nowhere.t" in warnings[0]
     assert "Fix:" in warnings[0]

@@ -12,10 +12,12 @@ from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import keyed_master_with_log, refresh_and_check
 
 SCHEMA = "viewmodes"
-MERGE_ON_READ = (
-    "TBLPROPERTIES ('write.merge.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
-    "'write.delete.mode'='merge-on-read', 'format-version'='2')"
-)
+MERGE_ON_READ = refresh.TableSpec(
+    properties={
+        "write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+        "write.delete.mode": "merge-on-read", "format-version": "2",
+    }
+)  # fmt: skip
 VIEWS = {
     "rows_v": f"SELECT k, g, x FROM {SCHEMA}.m WHERE x % 3 <> 0",
     "agg_v": f"SELECT g, count(*) AS n, sum(x) AS sx, max(x) AS mx FROM {SCHEMA}.m GROUP BY g",
@@ -35,7 +37,7 @@ def _delete_files(spark: Any, table: str) -> int:
 
 
 def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> None:
-    x, registry = keyed_master_with_log(spark, SCHEMA, rows=200, groups=7)
+    env = keyed_master_with_log(spark, SCHEMA, rows=200, groups=7)
     rng = random.Random(5)
 
     def refresh_all(
@@ -45,9 +47,8 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
         results = {}
         for name, sql in VIEWS.items():
             results[name] = refresh_and_check(
-                spark, x, registry, TableName(SCHEMA, name), sql, exists=not first,
-                expect=rows_v if name == "rows_v" and rows_v else expect,
-                table_options=MERGE_ON_READ,
+                spark, env, TableName(SCHEMA, name), sql, exists=not first,
+                expect=rows_v if name == "rows_v" and rows_v else expect, table=MERGE_ON_READ,
             )  # fmt: skip
         return results
 
@@ -83,4 +84,4 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
     spark.sql(f"DELETE FROM {rows_v} WHERE g = 1")
     change()
     results = refresh_all(first=False, expect="FAST", rows_v="COMPLETE")  # agg_v untouched
-    assert "changed outside dbt-fastrefresh" in (results["rows_v"].reason or "")
+    assert "changed outside dbt-fastrefresh" in str(results["rows_v"].reason)

@@ -115,6 +115,11 @@ class FastrefreshAdapter(SparkAdapter):
             return None
         if creds.method != SparkConnectionMethod.SESSION:
             return None
+        from pyspark.sql import SparkSession
+
+        running = SparkSession._instantiatedSession  # no JVM round trip when there is one
+        if running is not None:
+            return running
         # Opening the connection prepares the embedded settings (jars) first.
         self.connections.get_thread_connection().handle  # noqa: B018
         from dbt.adapters.fastrefresh.embedded import session_builder
@@ -147,7 +152,7 @@ class FastrefreshAdapter(SparkAdapter):
         columns: list[str] | None = None,
         commit_scn: bool = False,
         key: list[str] | None = None,
-        purge: str = "asynchronous",
+        purge: str = "deferred",
     ) -> str:
         env = self._env()
         message = mlog.create_mview_log(

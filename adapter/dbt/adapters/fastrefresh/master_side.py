@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh import faults
@@ -284,30 +283,13 @@ def purge(
         return plan
 
 
-_PURGER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fast-refresh-purge")
-
-
 def purge_after_refresh(env: Env, setups: Sequence[Setup]) -> None:
-    """The wrap-up's purge of each log the refresh read, by each log's purge mode.
-
-    Asynchronous purges run on one background thread, beside the next model's work (Oracle:
-    PURGE IMMEDIATE ASYNCHRONOUS); they need the Java path, whose commits need no dbt
-    connection. A failed purge is logged at the next publish; the rows wait for the next
-    purge."""
+    """The wrap-up's purge of each log the refresh read, by each log's purge mode: now
+    (``synchronous``), or at the end of the dbt invocation (``deferred``: ``publish``
+    purges each log once, however many views refreshed from it)."""
     for done in setups:
         log = done.log
-        if log.config.purge is PurgeMode.ASYNCHRONOUS and env.tables.kind == "java":
-            background = dataclasses.replace(env, sql=_background_sql(env))
-            env.runtime.add_purge(_PURGER.submit(purge, background, log.master, now=done.now))
+        if log.config.purge is PurgeMode.SYNCHRONOUS:
+            purge(env, log.master, now=done.now, record_empty=True)
         else:
-            synchronous = log.config.purge is PurgeMode.SYNCHRONOUS
-            purge(env, log.master, now=done.now, record_empty=synchronous)
-
-
-def _background_sql(env: Env):  # type: ignore[no-untyped-def]
-    """Statements straight on this process's SparkSession (a background thread has no dbt
-    connection); only the Java path purges in the background, so there is one."""
-    from dbt.adapters.fastrefresh.executor import SparkExecutor
-
-    spark = getattr(env.tables, "spark", None)
-    return SparkExecutor(spark) if spark is not None else env.sql
+            env.runtime.journal(env.registry).to_purge.add(str(log.master))

@@ -200,7 +200,7 @@ def create_mview_log(
     columns: Sequence[str] | None = None,
     commit_scn: bool = False,
     key: Sequence[str] | None = None,
-    purge: str = PurgeMode.ASYNCHRONOUS.value,
+    purge: str = PurgeMode.DEFERRED.value,
 ) -> str:
     """Create the log of a master (Oracle: CREATE MATERIALIZED VIEW LOG).
 
@@ -210,16 +210,17 @@ def create_mview_log(
         commit_scn: the commit-SCN flavour (no ``snaptime__`` marking).
         key: key columns when the master has no Iceberg identifier fields; ``[]`` for a
             key-less log.
-        purge: ``asynchronous`` (default) or ``synchronous``: when consumed rows go.
+        purge: when consumed rows go: ``deferred`` (default: once per dbt invocation, at
+            its end) or ``synchronous`` (in each refresh's wrap-up, as Oracle does).
     """
     master = TableName.parse(master_name)
     try:
         mode = PurgeMode(str(purge).lower())
     except ValueError:
         raise FastRefreshError(
-            f"create_mview_log purge must be 'synchronous' or 'asynchronous', got {purge!r}. "
-            "Fix: purge='asynchronous' (consumed rows go right after each refresh, beside "
-            "the next work) or 'synchronous' (before the refresh returns)."
+            f"create_mview_log purge must be 'deferred' or 'synchronous', got {purge!r}. "
+            "Fix: purge='deferred' (consumed rows go once per dbt invocation, at its end) or "
+            "'synchronous' (in each refresh's wrap-up, before it returns)."
         ) from None
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
     maps = [c.name for c in meta.columns if not c.comparable]

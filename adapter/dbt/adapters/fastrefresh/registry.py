@@ -82,7 +82,7 @@ VIEWS: dict[str, list[tuple[str, str]]] = {
         ("purged_sequence", "BIGINT"),
         ("younger_than", "TIMESTAMP_NTZ"),
         ("younger_reason", "STRING"),
-        ("purge", "STRING"),  # synchronous | asynchronous
+        ("purge", "STRING"),  # deferred | synchronous
     ],
     "mview_log_users": [
         ("log_table", "STRING"),
@@ -258,14 +258,21 @@ def _check_version(env: Env) -> None:
 
 
 def publish(env: Env) -> str:
-    """Write what this process changed since its last publish to the registry (one
-    commit). Waits for the asynchronous purges first (their state is part of it)."""
-    for error in env.runtime.wait_for_purges():
-        logger.warning(
-            f"dbt-fastrefresh: an asynchronous purge failed: {error}. The log keeps the rows; "
-            "the next refresh purges them. Fix: none needed unless it repeats; then run "
-            "fast_refresh.purge_log for that master and check the warehouse is writable."
-        )
+    """Purge the logs this process left rows to purge on (``deferred``), then write what
+    it changed since its last publish to the registry (one commit)."""
+    from dbt.adapters.fastrefresh.master_side import purge
+
+    journal = env.runtime.journal(env.registry)
+    for master in sorted(journal.to_purge):
+        try:
+            purge(env, TableName.parse(master))
+        except Exception as exc:  # housekeeping: the rows wait for the next purge
+            logger.warning(
+                f"dbt-fastrefresh could not purge the log of {master}: {exc}. Its consumed "
+                "rows stay until the next purge; refreshes are not affected. Fix: none needed "
+                "unless it repeats; then run fast_refresh.purge_log for that master and check "
+                "that the warehouse is writable."
+            )
     journal = env.runtime.take_journal(env.registry)
     if journal.empty():
         return "registry: nothing to publish"

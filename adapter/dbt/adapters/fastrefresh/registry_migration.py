@@ -106,7 +106,7 @@ def _migrate_log(env: Env, row: dict[str, Any], users: list[dict[str, Any]]) -> 
         flavour=Flavour(row["flavour"]), key_columns=tuple(row["key_columns"] or ()),
         logged_columns=tuple(row["logged_columns"] or ()),
         master_columns=tuple(row["master_columns"] or ()), keyless=bool(row["keyless"]),
-        created=_when(row["created"]), incarnation=uuid.uuid4().hex, purge=PurgeMode.ASYNCHRONOUS,
+        created=_when(row["created"]), incarnation=uuid.uuid4().hex, purge=PurgeMode.DEFERRED,
     )  # fmt: skip
     last = int(row["last_sequence"] or 0)
     env.sql.execute(f"DELETE FROM {log_table.sql} WHERE sequence__ > {last}")  # leftovers

@@ -10,7 +10,6 @@
 - ``journal``: what happened (refreshes, captures, which logs and views changed), kept
   until ``registry.publish`` writes it to the registry in one commit per invocation.
 - ``plans``: query analyses, by query text and master schemas.
-- ``purges``: asynchronous purges still running.
 - ``ensured``: registry schemas known to exist and be current.
 - ``commits``/``reading``: the upkeep of dbt-fastrefresh's own tables (``upkeep.py``).
 """
@@ -21,7 +20,6 @@ import contextlib
 import datetime as dt
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,11 +72,12 @@ class Journal:
     dropped_logs: set[str] = field(default_factory=set)  # log tables dropped
     released: set[tuple[str, str]] = field(default_factory=set)  # (log table, view)
     unregistered: set[str] = field(default_factory=set)
+    to_purge: set[str] = field(default_factory=set)  # masters whose logs wait for a purge
 
     def empty(self) -> bool:
         return not (
             self.refreshes or self.captures or self.logs or self.views or self.dropped_logs
-            or self.released or self.unregistered
+            or self.released or self.unregistered or self.to_purge
         )  # fmt: skip
 
 
@@ -91,14 +90,12 @@ class Runtime:
         self.chosen: dict[str, dt.datetime] = {}
         self.journals: dict[str, Journal] = {}
         self.plans: dict[Any, Any] = {}
-        self.purges: list[Future[Any]] = []
         self.ensured: set[str] = set()
         self.commits: dict[str, int] = {}
         self.reading: dict[str, int] = {}
 
     def reset(self) -> None:
         """Forget everything (tests; a process that starts over)."""
-        self.wait_for_purges()
         with self._guard:
             self.__init__()  # type: ignore[misc]
 
@@ -160,27 +157,9 @@ class Runtime:
             later = self.journals.pop(registry, Journal())
             journal.refreshes += later.refreshes
             journal.captures += later.captures
-            for name in ("logs", "views", "dropped_logs", "released", "unregistered"):
+            for name in ("logs", "views", "dropped_logs", "released", "unregistered", "to_purge"):
                 getattr(journal, name).update(getattr(later, name))
             self.journals[registry] = journal
-
-    # -- background purges -----------------------------------------------------------------
-
-    def add_purge(self, future: Future[Any]) -> None:
-        with self._guard:
-            self.purges = [f for f in self.purges if not f.done()]
-            self.purges.append(future)
-
-    def wait_for_purges(self) -> list[BaseException]:
-        """Wait for the asynchronous purges; their errors (they never fail a refresh)."""
-        with self._guard:
-            pending, self.purges = self.purges, []
-        errors = []
-        for future in pending:
-            exc = future.exception()
-            if exc is not None:
-                errors.append(exc)
-        return errors
 
 
 RUNTIME = Runtime()

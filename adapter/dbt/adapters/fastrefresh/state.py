@@ -53,10 +53,11 @@ class Flavour(str, enum.Enum):
 
 
 class PurgeMode(str, enum.Enum):
-    """When consumed log rows are deleted (Oracle: PURGE IMMEDIATE [A]SYNCHRONOUS)."""
+    """When consumed log rows are deleted (Oracle: PURGE IMMEDIATE SYNCHRONOUS, or a purge
+    job after the refreshes)."""
 
-    SYNCHRONOUS = "synchronous"  # in the refresh's wrap-up, before it returns
-    ASYNCHRONOUS = "asynchronous"  # right after the wrap-up, beside the next work
+    SYNCHRONOUS = "synchronous"  # in the refresh's wrap-up, before it returns (Oracle's)
+    DEFERRED = "deferred"  # once per dbt invocation, at its end (``registry.publish``)
 
 
 def stamp(value: dt.datetime | None) -> str | None:
@@ -86,7 +87,7 @@ class LogConfig:
     keyless: bool
     created: dt.datetime
     incarnation: str  # unique per creation: a recreated log is another log
-    purge: PurgeMode = PurgeMode.ASYNCHRONOUS
+    purge: PurgeMode = PurgeMode.DEFERRED
 
     @property
     def commit_scn(self) -> bool:
@@ -126,7 +127,7 @@ class LogConfig:
             keyless=bool(d["keyless"]),
             created=_req_stamp(d["created"]),
             incarnation=d["incarnation"],
-            purge=PurgeMode(d.get("purge", PurgeMode.ASYNCHRONOUS.value)),
+            purge=PurgeMode(d.get("purge", PurgeMode.DEFERRED.value)),
         )
 
 
