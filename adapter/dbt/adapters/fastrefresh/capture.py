@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh import faults
+from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.capture_sql import capture_statement
 from dbt.adapters.fastrefresh.env import Env
 from dbt.adapters.fastrefresh.mlog import (
@@ -39,7 +40,10 @@ from dbt.adapters.fastrefresh.mlog import (
 from dbt.adapters.fastrefresh.runtime import CaptureRecord
 from dbt.adapters.fastrefresh.sqltext import TableName
 from dbt.adapters.fastrefresh.state import LOG_STATE
-from dbt.adapters.fastrefresh.tables import TableMeta, chain_after, require_iceberg
+from dbt.adapters.fastrefresh.tables import SnapshotInfo, TableMeta, chain_after, require_iceberg
+
+# Commits one append captures at most (a long run goes in several).
+COMMITS_PER_APPEND = 20
 
 
 @dataclass(frozen=True)
@@ -119,13 +123,60 @@ def capture_locked(
     relevant = [s for s in chain.snapshots if s.operation != "replace"]
     if log.config.commit_scn or state.marked_sequence < state.last_sequence:
         stamp = None
-    moved = state.replace(captured_through=current, captured_at=now)
-    with env.tables.capture_reads(name, columns, log.config.key_columns, relevant) as reads:
-        if not reads:
+    first_sequence = state.last_sequence
+    # Long runs of commits go in batches, each its own append with its own state: a crash
+    # between two leaves the first recorded, and no statement grows without bound.
+    batches = [
+        relevant[i : i + COMMITS_PER_APPEND] for i in range(0, len(relevant), COMMITS_PER_APPEND)
+    ]
+    for number, batch in enumerate(batches or [[]], start=1):
+        through = current if number == len(batches) or not batches else batch[-1].snapshot_id
+        log = _append(env, log, master, columns, batch, through, now, stamp)
+    rows = log.state.last_sequence - first_sequence
+    seconds = time.monotonic() - started
+    if rows:
+        env.runtime.journal(env.registry).captures.append(
+            CaptureRecord(
+                log_table=str(log.log_table),
+                master=str(name),
+                captured_at=now,
+                from_snapshot=state.captured_through,
+                to_snapshot=current,
+                snapshots=len(chain.snapshots),
+                first_sequence=first_sequence + 1,
+                last_sequence=first_sequence + rows,
+                log_rows=rows,
+                oldest_commit=_naive(chain.snapshots[0].committed_at),
+                newest_commit=_naive(chain.snapshots[-1].committed_at),
+                seconds=seconds,
+            )
+        )
+    result = CaptureResult(
+        name, log.log_table, state.captured_through, current, len(chain.snapshots), rows,
+        seconds,
+    )  # fmt: skip
+    return result, log
+
+
+def _append(
+    env: Env,
+    log: LoadedLog,
+    master: TableMeta,
+    columns: list[mt.Column],
+    batch: list[SnapshotInfo],
+    through: int | None,
+    now: dt.datetime,
+    stamp: dt.datetime | None,
+) -> LoadedLog:
+    """Append the log rows of ``batch`` with the state that says the master is captured
+    ``through`` that snapshot; returns the log as the append left it."""
+    state = log.state
+    moved = state.replace(captured_through=through, captured_at=now)
+    with env.tables.capture_reads(master.name, columns, log.config.key_columns, batch) as reads:
+        if not reads.commits:
             # Only compactions or DML that matched nothing: no row to log, but the
             # position moves (the snapshots passed may be expired later).
-            log = record_state(env, log, moved)
-            return dataclasses.replace(unchanged, from_snapshot=state.captured_through), log
+            return record_state(env, log, moved)
         statement = capture_statement(log.config, columns, reads, state.last_sequence, stamp)
         pending = moved.replace(
             sequence_base=state.last_sequence,
@@ -146,33 +197,10 @@ def capture_locked(
         marked_sequence=state.last_sequence + rows if stamp is not None else state.marked_sequence,
     )
     if attached and after.current_snapshot != before:
-        log = dataclasses.replace(log, state=final, meta=after)
-        env.runtime.journal(env.registry).logs.add(str(name))
-    else:  # the SQL path, or an append that committed nothing
-        log = record_state(env, dataclasses.replace(log, meta=after), final)
-    seconds = time.monotonic() - started
-    if rows:
-        env.runtime.journal(env.registry).captures.append(
-            CaptureRecord(
-                log_table=str(log.log_table),
-                master=str(name),
-                captured_at=now,
-                from_snapshot=state.captured_through,
-                to_snapshot=current,
-                snapshots=len(chain.snapshots),
-                first_sequence=state.last_sequence + 1,
-                last_sequence=state.last_sequence + rows,
-                log_rows=rows,
-                oldest_commit=_naive(chain.snapshots[0].committed_at),
-                newest_commit=_naive(chain.snapshots[-1].committed_at),
-                seconds=seconds,
-            )
-        )
-    result = CaptureResult(
-        name, log.log_table, state.captured_through, current, len(chain.snapshots), rows,
-        seconds,
-    )  # fmt: skip
-    return result, log
+        env.runtime.journal(env.registry).logs.add(str(log.master))
+        return dataclasses.replace(log, state=final, meta=after)
+    # The SQL path, or an append that committed nothing.
+    return record_state(env, dataclasses.replace(log, meta=after), final)
 
 
 def _appended_rows(env: Env, log: LoadedLog, after: int | None, before: int | None) -> int:

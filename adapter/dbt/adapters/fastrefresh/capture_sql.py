@@ -1,12 +1,13 @@
 """The capture statement: master commits become log rows in one INSERT (pure SQL text).
 
 For each master commit, capture reads the rows the commit removed and the rows it added
-(``tables.CommitReads``; how they are read depends on the path, see below). Rows both
+(``tables.CaptureReads``; how they are read depends on the path, see below). Rows both
 removed and added by one commit are copy-on-write carry-overs and cancel (multiset
-difference). On a keyed log, the rest pair up by key into updates (old and new image,
-``change_vector__`` of the changed columns); unpaired rows are deletes and inserts, so a
-key update is a delete plus an insert. A key-less log logs every change as a delete of
-the old row image and an insert of the new one.
+difference, one aggregation over every commit of the run: each distinct row once, with a
+count per commit). On a keyed log, the rest pair up by key into updates (old and new
+image, ``change_vector__`` of the changed columns); unpaired rows are deletes and inserts,
+so a key update is a delete plus an insert. A key-less log logs every change as a delete
+of the old row image and an insert of the new one.
 
 Reading what a commit touched:
 
@@ -32,7 +33,7 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string, timestamp
 from dbt.adapters.fastrefresh.state import LogConfig
-from dbt.adapters.fastrefresh.tables import CommitReads, SnapshotInfo
+from dbt.adapters.fastrefresh.tables import CaptureReads, RowSource, SnapshotInfo
 
 UNMARKED_SQL = "TIMESTAMP_NTZ'4000-01-01 00:00:00'"
 # Spark evaluates the pruning predicate again on every row it reads (Iceberg prunes files
@@ -62,7 +63,7 @@ def duplicate_key_message(master: TableName) -> str:
 def capture_statement(
     config: LogConfig,
     columns: Sequence[mt.Column],
-    reads: Sequence[CommitReads],
+    reads: CaptureReads,
     start_sequence: int,
     stamp: dt.datetime | None = None,
 ) -> str:
@@ -80,44 +81,53 @@ def capture_statement(
     """
     names = [c.name for c in columns]
     sel = ", ".join(ident(n) for n in names)
-    removed_parts: list[str] = []
-    added_parts: list[str] = []
-    for read in reads:
-        head = f"SELECT {read.ordinal} AS ord__, {sel}"
-        if read.removed:
-            removed_parts.append(f"{head} FROM ({read.removed}) r__")
-        if read.added:
-            added_parts.append(f"{head} FROM ({read.added}) a__")
-    empty = f"SELECT 0 AS ord__, {sel} FROM (SELECT {_nulls(columns)}) WHERE FALSE"
-    commits = ", ".join(f"({r.ordinal}, {r.snapshot.snapshot_id}L)" for r in reads) or "(0, 0L)"
+    ordinals = [o for o, _ in reads.commits]
+    commits = ", ".join(f"({o}, {info.snapshot_id}L)" for o, info in reads.commits) or "(0, 0L)"
     first = timestamp(stamp) if stamp is not None else UNMARKED_SQL
     ctes = [
         f"commits__ AS (SELECT * FROM VALUES {commits} AS c__(ord__, xid__))",
         f"run__ AS (SELECT * FROM VALUES ({start_sequence}L, {first}) AS r__(base__, stamp__))",
-        "removed AS (" + ("\n  UNION ALL ".join(removed_parts) or empty) + ")",
-        "added AS (" + ("\n  UNION ALL ".join(added_parts) or empty) + ")",
     ]
+    if not reads.sources:
+        ctes.append(
+            f"net AS (SELECT 0 AS ord__, {sel}, 0 AS n__ FROM (SELECT {_nulls(columns)}) WHERE FALSE)"
+        )
+    elif reads.removes:
+        # Each distinct row once, with its count in each commit (-1 removed, +1 added): rows
+        # a commit removed and added again (copy-on-write carry-overs) count 0 there and
+        # are dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
+        def signs(source: RowSource) -> str:
+            return ", ".join(f"{source.signs.get(o, 0)} AS s{o}__" for o in ordinals)
+
+        counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
+        per_commit = ", ".join(f"named_struct('ord__', {o}, 'n__', n{o}__)" for o in ordinals)
+        ctes += [
+            "src AS ("
+            + "\n  UNION ALL ".join(
+                f"SELECT {sel}, {signs(r)} FROM ({r.sql}) r__" for r in reads.sources
+            )
+            + ")",
+            f"w AS (SELECT {sel}, {counts} FROM src GROUP BY {sel})",
+            f"net AS (SELECT e__.ord__, {', '.join('w.' + ident(n) for n in names)}, e__.n__ "
+            f"FROM w LATERAL VIEW inline(filter(array({per_commit}), x__ -> x__.n__ <> 0)) e__)",
+        ]
+    else:
+        # Only inserts (appends): every row read is one added row of its commit.
+        ctes.append(
+            "net AS ("
+            + "\n  UNION ALL ".join(
+                f"SELECT {next(iter(r.signs))} AS ord__, {sel}, 1 AS n__ FROM ({r.sql}) r__"
+                for r in reads.sources
+            )
+            + ")"
+        )
     log_cols = list(config.columns)
     keyed = not config.keyless
     key_only = keyed and not [c for c in config.logged_columns if c not in config.key_columns]
     ncols = len(names)
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
-    if removed_parts and added_parts:
-        # One pass: rows removed and added by the same commit (copy-on-write carry-overs)
-        # cancel in a signed count per distinct row; what is left was really deleted
-        # (n__ < 0) or inserted (n__ > 0), |n__| times.
-        ctes += [
-            f"u AS (SELECT ord__, {sel}, -1 AS s__ FROM removed "
-            f"UNION ALL SELECT ord__, {sel}, 1 AS s__ FROM added)",
-            f"net AS (SELECT ord__, {sel}, sum(s__) AS n__ FROM u "
-            f"GROUP BY ord__, {sel} HAVING sum(s__) <> 0)",
-        ]
-    else:
-        side, sign = ("removed", -1) if removed_parts else ("added", 1)
-        ctes.append(f"net AS (SELECT ord__, {sel}, {sign} AS n__ FROM {side})")
-
-    if keyed and removed_parts and added_parts:
+    if keyed and reads.removes:
         ctes += _pair_by_key(config, names, log_cols, key_only)
     else:
         sel_log = ", ".join(ident(c) for c in log_cols)
@@ -426,24 +436,25 @@ def _in_files(files: Sequence[DataFile]) -> str:
 
 def reads_of(
     master: TableName, columns: Sequence[mt.Column], changes: Sequence[SnapshotChanges]
-) -> list[CommitReads]:
-    """The SQL path's SELECTs of each commit's removed and added rows (pure)."""
+) -> CaptureReads:
+    """The SQL path's row sources of each commit's removed and added rows (pure). A file one
+    commit added and the next removed is read once, at the snapshot between them."""
     m = master.sql
+    sel = ", ".join(ident(c.name) for c in columns)
     names = [c.name for c in columns]
-    sel = ", ".join(ident(n) for n in names)
-    out = []
+    by_read: dict[int, dict[str, tuple[DataFile, dict[int, int]]]] = {}
+    sources: list[RowSource] = []
     for ch in changes:
         sid, parent = ch.snapshot.snapshot_id, ch.snapshot.parent_id
-        total = ch.snapshot.data_files  # at the parent too, give or take this commit's files
-        removed: list[str] = []
-        if ch.removed:
-            removed.append(
-                f"SELECT {sel} FROM {m} VERSION AS OF {parent} "
-                f"WHERE _file IN ({_in_files(ch.removed)}) AND {prune_predicate(ch.removed, total)}"
-            )
+        for f in ch.removed:
+            assert parent is not None
+            by_read.setdefault(parent, {}).setdefault(f.path, (f, {}))[1][ch.ordinal] = -1
+        for f in ch.added:
+            by_read.setdefault(sid, {}).setdefault(f.path, (f, {}))[1][ch.ordinal] = 1
         if ch.deleted_from:
             # The rows live at the parent at the positions the commit's delete files name
             # (a deletion vector also repeats earlier deletes: those rows were not live).
+            total = ch.snapshot.data_files
             where = (
                 f"_file IN ({_in_files(ch.deleted_from)}) AND "
                 f"{prune_predicate(ch.deleted_from, total)}"
@@ -454,18 +465,28 @@ def reads_of(
                 f"VERSION AS OF {sid} WHERE delete_file_path IN "
                 f"({', '.join(literal(p) for p in ch.delete_files)})"
             )
-            removed.append(
-                f"SELECT {', '.join('b.' + ident(n) for n in names)} FROM ({before}) b "
-                f"LEFT SEMI JOIN ({deletes}) d ON b.f__ = d.f__ AND b.p__ = d.p__"
+            sources.append(
+                RowSource(
+                    f"SELECT {', '.join('b.' + ident(n) for n in names)} FROM ({before}) b "
+                    f"LEFT SEMI JOIN ({deletes}) d ON b.f__ = d.f__ AND b.p__ = d.p__",
+                    {ch.ordinal: -1},
+                )
             )
-        added = None
-        if ch.added:
-            added = (
-                f"SELECT {sel} FROM {m} VERSION AS OF {sid} "
-                f"WHERE _file IN ({_in_files(ch.added)}) AND {prune_predicate(ch.added, total)}"
+    totals = {ch.snapshot.snapshot_id: ch.snapshot.data_files for ch in changes}
+    for snapshot, files in sorted(by_read.items()):
+        groups: dict[tuple[tuple[int, int], ...], list[DataFile]] = {}
+        for f, signs in files.values():
+            groups.setdefault(tuple(sorted(signs.items())), []).append(f)
+        for signs_key, group in sorted(groups.items()):
+            where = (
+                f"_file IN ({_in_files(group)}) AND {prune_predicate(group, totals.get(snapshot))}"
             )
-        out.append(CommitReads(ch.snapshot, ch.ordinal, " UNION ALL ".join(removed) or None, added))
-    return out
+            sources.append(
+                RowSource(
+                    f"SELECT {sel} FROM {m} VERSION AS OF {snapshot} WHERE {where}", dict(signs_key)
+                )
+            )
+    return CaptureReads(tuple((ch.ordinal, ch.snapshot) for ch in changes), tuple(sources))
 
 
 def sql_commit_reads(
@@ -474,6 +495,6 @@ def sql_commit_reads(
     columns: Sequence[mt.Column],
     key_columns: Sequence[str],
     snapshots: Sequence[SnapshotInfo],
-) -> list[CommitReads]:
+) -> CaptureReads:
     """``Tables.capture_reads`` of the SQL path: metadata tables, then ``reads_of``."""
     return reads_of(master, columns, read_changes(x, master, columns, key_columns, snapshots))

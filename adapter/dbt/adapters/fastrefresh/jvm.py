@@ -29,7 +29,13 @@ from dbt.adapters.fastrefresh.capture_sql import equality_delete_error
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident
-from dbt.adapters.fastrefresh.tables import SUMMARY_STATS, CommitReads, SnapshotInfo, TableMeta
+from dbt.adapters.fastrefresh.tables import (
+    SUMMARY_STATS,
+    CaptureReads,
+    RowSource,
+    SnapshotInfo,
+    TableMeta,
+)
 
 # Parquet splits: a large data file is read by several tasks (both cores), not one.
 SPLIT_SIZE = 32 * 1024 * 1024
@@ -271,7 +277,7 @@ class JvmTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
-    ) -> Iterator[list[CommitReads]]:
+    ) -> Iterator[CaptureReads]:
         staged = _Staging(self, master, columns, key_columns)
         try:
             yield staged.reads(snapshots)
@@ -299,9 +305,13 @@ class _Staging:
         self.sets: list[str] = []
         self.tag = uuid.uuid4().hex[:12]
 
-    def reads(self, snapshots: Sequence[SnapshotInfo]) -> list[CommitReads]:
-        out = []
-        ordinal = 0
+    def reads(self, snapshots: Sequence[SnapshotInfo]) -> CaptureReads:
+        """The row sources of ``snapshots``' changes. Data files are grouped by the
+        snapshot they are read at and what their rows are to each commit, and each group is
+        one staged scan: a file one commit added and the next rewrote is read once."""
+        commits: list[tuple[int, SnapshotInfo]] = []
+        by_read: dict[int, dict[str, tuple[Any, dict[int, int]]]] = {}
+        sources: list[RowSource] = []
         for info in snapshots:
             if info.operation == "replace":
                 continue
@@ -311,15 +321,34 @@ class _Staging:
             deletes = list(_iterate(snapshot.addedDeleteFiles(self.io)))
             if not (removed or added or deletes):
                 continue  # an empty commit (DML that matched nothing)
-            parts = []
+            ordinal = len(commits)
+            commits.append((ordinal, info))
             if removed:
-                parts.append(self._select(self._stage(info.parent_id, removed)))
+                if info.parent_id is None:
+                    raise self._no_parent()
+                read = by_read.setdefault(info.parent_id, {})
+                for f in removed:
+                    read.setdefault(str(f.location()), (f, {}))[1][ordinal] = -1
+            read = by_read.setdefault(info.snapshot_id, {})
+            for f in added:
+                read.setdefault(str(f.location()), (f, {}))[1][ordinal] = 1
             if deletes:
-                parts.append(self._deleted_rows(info, deletes))
-            added_sql = self._select(self._stage(info.snapshot_id, added)) if added else None
-            out.append(CommitReads(info, ordinal, " UNION ALL ".join(parts) or None, added_sql))
-            ordinal += 1
-        return out
+                sources.append(RowSource(self._deleted_rows(info, deletes), {ordinal: -1}))
+        for snapshot_id, files in sorted(by_read.items()):
+            groups: dict[tuple[tuple[int, int], ...], list[Any]] = {}
+            for f, signs in files.values():
+                groups.setdefault(tuple(sorted(signs.items())), []).append(f)
+            for signs_key, group in sorted(groups.items()):
+                view = self._stage(snapshot_id, group)
+                sources.append(RowSource(self._select(view), dict(signs_key)))
+        return CaptureReads(tuple(commits), tuple(sources))
+
+    def _no_parent(self) -> FastRefreshError:
+        return FastRefreshError(
+            f"Capture of {self.master}: a commit removed files but has no parent snapshot. "
+            "Fix: run drop_mview_log and create_mview_log again (views then refresh "
+            "completely once)."
+        )
 
     def _select(self, view: str, alias: str = "") -> str:
         prefix = f"{alias}." if alias else ""
@@ -378,11 +407,7 @@ class _Staging:
     ) -> str:
         """A temporary view of ``files`` as they are at ``snapshot_id`` (deletes applied)."""
         if snapshot_id is None:
-            raise FastRefreshError(
-                f"Capture of {self.master}: a commit removed files but has no parent snapshot. "
-                "Fix: run drop_mview_log and create_mview_log again (views then refresh "
-                "completely once)."
-            )
+            raise self._no_parent()
         wanted = {str(f.location()) for f in files}
         scan = (
             self.table.newScan().useSnapshot(snapshot_id).ignoreResiduals()

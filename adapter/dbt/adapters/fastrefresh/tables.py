@@ -169,14 +169,28 @@ def chain_after(history: History, current: int | None, captured_through: int | N
 
 
 @dataclass(frozen=True)
-class CommitReads:
-    """SELECTs of the rows one master commit removed and added (each yields the master's
-    columns in table order), for capture. None: the commit did not do that."""
+class RowSource:
+    """A SELECT of master rows (the master's columns, in table order), and what each of its
+    rows is to each commit of a capture: ``signs[ordinal]`` is -1 (the commit removed the
+    row) or +1 (it added it). A data file one commit added and the next rewrote is read
+    once, for both."""
 
-    snapshot: SnapshotInfo
-    ordinal: int
-    removed: str | None
-    added: str | None
+    sql: str
+    signs: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class CaptureReads:
+    """What capture reads for a run of master commits: the commits with changes, in order,
+    with the ordinal each is known by, and the row sources."""
+
+    commits: tuple[tuple[int, SnapshotInfo], ...]
+    sources: tuple[RowSource, ...]
+
+    @property
+    def removes(self) -> bool:
+        """Whether any commit removed rows (else every row is an insert: nothing to net)."""
+        return any(sign < 0 for s in self.sources for sign in s.signs.values())
 
 
 class Tables(Protocol):
@@ -207,7 +221,7 @@ class Tables(Protocol):
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
-    ) -> contextlib.AbstractContextManager[list[CommitReads]]:
+    ) -> contextlib.AbstractContextManager[CaptureReads]:
         """How to read what each commit touched (valid inside the block)."""
         ...
 
@@ -307,7 +321,7 @@ class SqlTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
-    ) -> Iterator[list[CommitReads]]:
+    ) -> Iterator[CaptureReads]:
         from dbt.adapters.fastrefresh.capture_sql import sql_commit_reads
 
         yield sql_commit_reads(self.x, master, columns, key_columns, snapshots)
