@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-slow test-all lint format check-java venv clean bench bench-quick
+.PHONY: demo test test-slow test-all lint format check-java venv clean bench bench-quick bench-micro bench-large
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] < (3, 13) else 1)' || \
@@ -52,6 +52,15 @@ bench: check-java $(STAMP)
 
 bench-quick: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py --quick
+
+# What one operation costs (a statement, a small commit, a metadata read, the Java API):
+# the budget a refresh's bookkeeping spends. Results under benchmarks/results/micro (2 minutes).
+bench-micro: check-java $(STAMP)
+	$(BIN)/python benchmarks/micro.py
+
+# The size sweep with its large master (100M rows): results under benchmarks/results/large.
+bench-large: check-java $(STAMP)
+	$(BIN)/python benchmarks/bench.py --large --sweeps size --out benchmarks/results/large
 
 lint: $(STAMP)
 	$(BIN)/ruff check adapter tests examples benchmarks

@@ -53,6 +53,12 @@ def test_usability_problems_name_the_oracle_cases() -> None:
     assert recreated is not None and recreated.code is ReasonCode.LOG_YOUNGER
     purged = usability_problem(log(users={"s.v": Claim(T0, 0, T0)}, purged_sequence=6), V, at(4))
     assert purged is not None and purged.code is ReasonCode.PURGED and "purge_log" in str(purged)
+    # A view refreshed before the log existed and never on it (seed 004): the log is
+    # younger than its last refresh; one refreshed after the log's creation is not on it.
+    before = usability_problem(log(younger_than=T1), V, None, last_refresh=T0)
+    assert before is not None and before.code is ReasonCode.LOG_YOUNGER
+    after = usability_problem(log(younger_than=T1), V, None, last_refresh=T2)
+    assert after is not None and after.code is ReasonCode.NOT_REGISTERED_ON_LOG
 
 
 def test_a_purge_keeps_what_the_least_advanced_view_needs() -> None:
@@ -183,3 +189,17 @@ def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
         "CALL system.expire_snapshots(table => 'reg.registry', "
         "older_than => TIMESTAMP'2026-01-02 03:04:05.000006+00:00', retain_last => 10)"
     )
+
+
+def test_every_reason_code_renders_a_fix_naming_its_objects() -> None:
+    """Each code's fix is a format string: it must render (a stray brace is a crash in the
+    error path) and keep no placeholder unfilled."""
+    from dbt.adapters.fastrefresh.decisions import Reason, ReasonCode
+
+    for code in ReasonCode:
+        fix = Reason(code, "detail").fix(master="db.t")
+        assert fix and "{master}" not in fix, code
+    no_log = Reason(ReasonCode.NO_LOG, "d").fix(master="db.t")
+    assert "{master: 'db.t'}" in no_log
+    keyed = Reason(ReasonCode.NO_KEYED_LOG, "d").fix(master="db.t")
+    assert "{master: '<table>', key: ['<key column>']}" in keyed

@@ -48,7 +48,7 @@ FIXES: dict[ReasonCode, str] = {
     ),
     ReasonCode.NO_KEYED_LOG: (
         "create (or recreate) that table's log with a primary key: dbt run-operation "
-        "fast_refresh.create_mview_log --args \"{master: '<table>', key: ['<key column>']}\" "
+        "fast_refresh.create_mview_log --args \"{{master: '<table>', key: ['<key column>']}}\" "
         "(columns: [] logs the key only, which a join needs), then run with --full-refresh"
     ),
     ReasonCode.UNSUPPORTED_QUERY: (

@@ -70,7 +70,7 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[str, str]:
                 pending.append(f"{m.name} changed (no log: the next refresh is complete)")
             continue
         position = state.positions.get(str(m.log.log_table))
-        problem = usability_problem(m.log, record.meta.name, position)
+        problem = usability_problem(m.log, record.meta.name, position, state.last_refresh_time)
         if problem is not None:
             return "UNUSABLE", str(problem)
         assert position is not None

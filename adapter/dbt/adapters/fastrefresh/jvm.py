@@ -28,7 +28,7 @@ from dbt.adapters.fastrefresh import master as mt
 from dbt.adapters.fastrefresh.capture_sql import equality_delete_error
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.executor import Executor
-from dbt.adapters.fastrefresh.sqltext import TableName, ident
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
 from dbt.adapters.fastrefresh.tables import (
     SUMMARY_STATS,
     CaptureReads,
@@ -98,6 +98,11 @@ class _Handles:
         self.catalog: Any = None
         self.identifiers: dict[TableName, Any] = {}
         self.active = threading.local()
+
+    @staticmethod
+    def format_version(table: Any) -> int:
+        """The Iceberg format version of a loaded table (1, 2 or 3)."""
+        return int(table.operations().current().formatVersion())
 
 
 _HANDLES: dict[int, _Handles] = {}
@@ -363,8 +368,18 @@ class _Staging:
                 raise equality_delete_error(self.master, info.snapshot_id)
             targets |= self._referenced(d, info.snapshot_id)
         files = [f for f in self._files_at(info.snapshot_id, targets)]
-        before = self._stage(info.parent_id, files, positions=True)
-        after = self._stage(info.snapshot_id, files, positions=True, only_positions=True)
+        if self.t.h.format_version(self.table) >= 3:
+            # Staged scans of a v3 table do not expose _file/_pos (its row-lineage columns
+            # take their place): read the files by time travel, filtered by name.
+            if info.parent_id is None:
+                raise self._no_parent()
+            m, names = self.master.sql, ", ".join(ident(n) for n in self.names)
+            where = "_file IN (" + ", ".join(literal(str(f.location())) for f in files) + ")"
+            before = f"(SELECT {names}, _file, _pos FROM {m} VERSION AS OF {info.parent_id} WHERE {where})"
+            after = f"(SELECT _file, _pos FROM {m} VERSION AS OF {info.snapshot_id} WHERE {where})"
+        else:
+            before = self._stage(info.parent_id, files, positions=True)
+            after = self._stage(info.snapshot_id, files, positions=True, only_positions=True)
         return (
             f"{self._select(before, 'b__')} LEFT ANTI JOIN {after} c__ "
             "ON b__._file = c__._file AND b__._pos = c__._pos"

@@ -97,9 +97,22 @@ class Setup:
         return Position(self.epoch, self.through_sequence, self.now)
 
 
-def usability_problem(log: LoadedLog, mview: TableName, position: Position | None) -> Reason | None:
-    """Why ``log`` cannot give the view all changes since its last refresh (pure)."""
+def usability_problem(
+    log: LoadedLog,
+    mview: TableName,
+    position: Position | None,
+    last_refresh: dt.datetime | None = None,
+) -> Reason | None:
+    """Why ``log`` cannot give the view all changes since its last refresh (pure).
+    ``last_refresh``: the view's last refresh, when it has one (a log created after it,
+    the view never on it, is younger than the view: Oracle's ORA-12034 too)."""
     state = log.state
+    if position is None and last_refresh is not None and last_refresh < state.younger_than:
+        return Reason(
+            ReasonCode.LOG_YOUNGER,
+            f"the materialized view log {log.log_table} is younger than the view's last "
+            f"refresh (created after it; Oracle: ORA-12034)",
+        )
     if position is not None and position.epoch != state.epoch_id(log.config):
         why = state.younger_reason or "log recreated"
         return Reason(
@@ -120,7 +133,13 @@ def usability_problem(log: LoadedLog, mview: TableName, position: Position | Non
     return None
 
 
-def setup(env: Env, master: TableMeta, mview: TableName, position: Position | None) -> Setup:
+def setup(
+    env: Env,
+    master: TableMeta,
+    mview: TableName,
+    position: Position | None,
+    last_refresh: dt.datetime | None = None,
+) -> Setup:
     """Choose the refresh time, mark and capture, under the log's lock."""
     name = master.name
     with env.runtime.holding([log_lock(log_table_for(name))]):
@@ -146,7 +165,7 @@ def setup(env: Env, master: TableMeta, mview: TableName, position: Position | No
             )  # fmt: skip
             log = dataclasses.replace(log, state=marked)
         captured, log = capture_locked(env, log, master, stamp=now)
-    problem = usability_problem(log, mview, position)
+    problem = usability_problem(log, mview, position, last_refresh)
     return Setup(log, mview, now, log.state.captured_through, position, captured, problem)
 
 

@@ -314,6 +314,7 @@ def drop_mview_log(env: Env, master_name: object) -> str:
         env.runtime.chosen.pop(str(log_table), None)
         journal = env.runtime.journal(env.registry)
         journal.dropped_logs.add(str(log_table))
+        journal.released.update((str(log_table), view) for view in users)
         journal.views.update(users)
     views = sorted(users)
     note = f"; views that used it need a complete refresh: {', '.join(views)}" if views else ""

@@ -277,10 +277,11 @@ class _Refresh:
         )  # fmt: skip
         mark = self._phase("analyze", self.started)
         positions = record.state.positions if record and record.state else {}
+        last_refresh = record.state.last_refresh_time if record and record.state else None
         for m in masters:
             if m.log is not None:
                 position = positions.get(str(m.log.log_table))
-                self.setups[m.name] = setup(env, m.meta, self.view, position)
+                self.setups[m.name] = setup(env, m.meta, self.view, position, last_refresh)
         captured = sum(s.capture.seconds for s in self.setups.values())
         self.phases["capture"] = captured
         self._phase("setup", mark)
@@ -422,6 +423,8 @@ class _Refresh:
     ) -> None:  # fmt: skip
         journal = self.env.runtime.journal(self.env.registry)
         journal.views.add(str(self.view))
+        # The view's place on each log moved: its rows in mview_log_users are republished.
+        journal.logs.update(str(s.log.master) for s in self.setups.values())
         journal.refreshes.append(
             RefreshRecord(
                 run_id=uuid.uuid4().hex,

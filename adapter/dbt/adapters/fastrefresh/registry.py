@@ -33,8 +33,8 @@ from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.fastrefresh import faults, sqltext
 from dbt.adapters.fastrefresh import master as mt
-from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.decisions import NEEDS_COMPILE, ReasonCode
 from dbt.adapters.fastrefresh.env import Env
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -280,6 +280,7 @@ def publish(env: Env) -> str:
         ensure(env)
         rows = _rows(env, journal)
         if rows:
+            faults.point("publish.before")
             env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
             env.upkeep_commit(table(env))
             _compact_when_due(env)
