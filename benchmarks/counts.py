@@ -22,14 +22,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-S = "counts"
 
-
-def views() -> dict[str, str]:
+def views(schema: str) -> dict[str, str]:
     return {
-        "agg_v": f"SELECT g, count(*) AS n, sum(x) AS sx FROM {S}.m GROUP BY g",
-        "proj_v": f"SELECT k, g, x FROM {S}.m WHERE g < 500",
-        "join_v": f"SELECT m.k, m.x, d.name FROM {S}.m JOIN {S}.d ON m.g = d.g",
+        "agg_v": f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g",
+        "proj_v": f"SELECT k, g, x FROM {schema}.m WHERE g < 500",
+        "join_v": f"SELECT m.k, m.x, d.name FROM {schema}.m JOIN {schema}.d ON m.g = d.g",
     }
 
 
@@ -64,32 +62,33 @@ def run(spark: Any, rows: int, path: str, schema: str) -> list[dict[str, Any]]:
     from dbt.adapters.fastrefresh.env import Env
     from dbt.adapters.fastrefresh.sqltext import TableName
 
-    global S
-    S = schema  # a fresh schema per run: no state of an earlier run is read
-    spark.sql(f"CREATE SCHEMA {S}")
-    spark.sql(f"CREATE TABLE {S}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
-    spark.sql(f"ALTER TABLE {S}.m SET IDENTIFIER FIELDS k")
-    spark.sql(f"INSERT INTO {S}.m SELECT id, CAST(id % 1000 AS INT), 1 FROM range({rows})")
-    spark.sql(f"CREATE TABLE {S}.d (g INT NOT NULL, name STRING) USING iceberg")
-    spark.sql(f"ALTER TABLE {S}.d SET IDENTIFIER FIELDS g")
-    spark.sql(f"INSERT INTO {S}.d SELECT CAST(id AS INT), concat('g', id) FROM range(1000)")
-    env = Env.for_spark(spark, f"{S}_registry", java=path == "java")
-    mlog.create_mview_log(env, f"{S}.m")
-    mlog.create_mview_log(env, f"{S}.d")
-    for name, sql in views().items():
-        refresh.refresh_view(env, view=TableName(S, name), sql=sql, method="force", exists=False)
+    # A fresh schema per run, so that no state of an earlier run is read.
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 1000 AS INT), 1 FROM range({rows})")
+    spark.sql(f"CREATE TABLE {schema}.d (g INT NOT NULL, name STRING) USING iceberg")
+    spark.sql(f"ALTER TABLE {schema}.d SET IDENTIFIER FIELDS g")
+    spark.sql(f"INSERT INTO {schema}.d SELECT CAST(id AS INT), concat('g', id) FROM range(1000)")
+    env = Env.for_spark(spark, f"{schema}_registry", java=path == "java")
+    mlog.create_mview_log(env, f"{schema}.m")
+    mlog.create_mview_log(env, f"{schema}.d")
+    for name, sql in views(schema).items():
+        refresh.refresh_view(
+            env, view=TableName(schema, name), sql=sql, method="force", exists=False
+        )
     registry.publish(env)
-    tables = [f"{S}.m", f"{S}.mlog__m", f"{S}.d", f"{S}.mlog__d"]
-    tables += [f"{S}.{v}" for v in views()] + [f"{S}_registry.registry"]
+    tables = [f"{schema}.m", f"{schema}.mlog__m", f"{schema}.d", f"{schema}.mlog__d"]
+    tables += [f"{schema}.{v}" for v in views(schema)] + [f"{schema}_registry.registry"]
     counter = Counter(spark, env, tables)
     out: list[dict[str, Any]] = []
 
     def refresh_all(case: str) -> None:
-        for name, sql in views().items():
+        for name, sql in views(schema).items():
 
             def once(name: str = name, sql: str = sql) -> Any:
                 return refresh.refresh_view(
-                    env, view=TableName(S, name), sql=sql, method="force", exists=True
+                    env, view=TableName(schema, name), sql=sql, method="force", exists=True
                 )
 
             statements, commits, took, result = counter.measure(once)
@@ -103,7 +102,7 @@ def run(spark: Any, rows: int, path: str, schema: str) -> list[dict[str, Any]]:
     statements, commits, took, _ = counter.measure(lambda: registry.publish(env))
     out.append({"path": path, "case": "no change", "step": "publish", "type": "",
                 "statements": statements, "commits": commits, "seconds": took})  # fmt: skip
-    spark.sql(f"UPDATE {S}.m SET x = x + 1 WHERE k % 100 = 7")
+    spark.sql(f"UPDATE {schema}.m SET x = x + 1 WHERE k % 100 = 7")
     refresh_all("1% of the master updated")
     statements, commits, took, _ = counter.measure(lambda: registry.publish(env))
     out.append({"path": path, "case": "1% of the master updated", "step": "publish", "type": "",

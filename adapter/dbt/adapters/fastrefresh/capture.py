@@ -30,15 +30,13 @@ from dbt.adapters.fastrefresh.capture_sql import capture_statement
 from dbt.adapters.fastrefresh.env import Env
 from dbt.adapters.fastrefresh.mlog import (
     LoadedLog,
-    delete_leftovers,
-    load_log,
+    load_log_for_write,
     log_lock,
     master_columns,
-    no_log_error,
     record_state,
 )
 from dbt.adapters.fastrefresh.runtime import CaptureRecord
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for
 from dbt.adapters.fastrefresh.state import LOG_STATE
 from dbt.adapters.fastrefresh.tables import SnapshotInfo, TableMeta, chain_after, require_iceberg
 
@@ -75,19 +73,8 @@ class CaptureResult:
 def capture(env: Env, master: TableName) -> CaptureResult:
     """Capture every new commit of ``master`` into its log, unmarked (``4000-01-01``)."""
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
-    with env.runtime.holding([log_lock(_log_table(master))]):
-        log = load_log(env, master)
-        if log is None:
-            raise no_log_error(master)
-        if log.leftovers:
-            log = delete_leftovers(env, log)
-        return capture_locked(env, log, meta)[0]
-
-
-def _log_table(master: TableName) -> TableName:
-    from dbt.adapters.fastrefresh.sqltext import log_table_for
-
-    return log_table_for(master)
+    with env.runtime.holding([log_lock(log_table_for(master))]):
+        return capture_locked(env, load_log_for_write(env, master), meta)[0]
 
 
 def capture_locked(

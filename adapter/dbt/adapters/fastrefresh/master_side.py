@@ -35,10 +35,9 @@ from dbt.adapters.fastrefresh.env import Env
 from dbt.adapters.fastrefresh.mlog import (
     LoadedLog,
     commit_with_state,
-    delete_leftovers,
     load_log,
+    load_log_for_write,
     log_lock,
-    no_log_error,
     record_state,
 )
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, timestamp
@@ -143,11 +142,7 @@ def setup(
     """Choose the refresh time, mark and capture, under the log's lock."""
     name = master.name
     with env.runtime.holding([log_lock(log_table_for(name))]):
-        log = load_log(env, name)
-        if log is None:
-            raise no_log_error(name)
-        if log.leftovers:
-            log = delete_leftovers(env, log)
+        log = load_log_for_write(env, name)
         state = log.state
         now = env.runtime.choose_time(str(log.log_table), env.clock(), state.youngest)
         if not log.config.commit_scn and state.last_sequence > state.marked_sequence:

@@ -321,6 +321,16 @@ def drop_mview_log(env: Env, master_name: object) -> str:
     return f"dropped materialized view log {log_table} on {master}{note}"
 
 
+def load_log_for_write(env: Env, master: TableName) -> LoadedLog:
+    """The log of ``master`` as a writer needs it: present (else the ORA-23413 error), and
+    without rows a write that died left past its recorded state. Caller holds the log's
+    lock."""
+    log = load_log(env, master)
+    if log is None:
+        raise no_log_error(master)
+    return delete_leftovers(env, log) if log.leftovers else log
+
+
 def delete_leftovers(env: Env, log: LoadedLog) -> LoadedLog:
     """Remove rows written past the recorded state by a write that died before recording
     it (SQL path), keeping stamps those rows' setup left: a later refresh time must still
