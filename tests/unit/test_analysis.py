@@ -245,3 +245,31 @@ def test_join_with_one_table_changed_deletes_its_changed_keys_without_reading_th
     assert "'D' AS __fr_op FROM __fr_ck1)" in source  # __fr_ck1: the orders' changed keys
     assert merge.split(") s ON ", 1)[1].startswith("t.`order_id` = s.`order_id` AND")
     sqlglot.parse_one(merge, read="spark")
+
+
+def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
+    """The overwrite form keeps the view's rows but the changed keys' old rows and adds the
+    new rows that pass the filter: the MERGE's effect, without its pass to find files."""
+    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, delta_statement
+
+    p = plan("select order_id, amount from shop.orders where status = 'open'")
+    log = LogSource(
+        TableName("shop", "mlog__orders"), "sequence__ > 5", ("order_id",),
+        ("order_id", "customer_id", "amount", "status"), ("order_id", "amount", "status"),
+    )  # fmt: skip
+    types = {"order_id": "BIGINT", "amount": "DECIMAL(12,2)"}
+    view = TableName("shop", "v")
+    args = (p, view, types, {M: log}, {M: 11}, {M: 11}, {})
+    merge = delta_statement(*args)
+    overwrite = delta_statement(*args, overwrite=True)
+    assert merge.startswith("MERGE INTO `shop`.`v` t USING (")
+    assert overwrite.startswith("INSERT OVERWRITE `shop`.`v` SELECT `order_id`, `amount` FROM (")
+    kept, added = overwrite.split(" UNION ALL ")
+    assert "FROM `shop`.`v` t LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s" in kept
+    assert kept.endswith("ON t.`order_id` <=> s.`order_id`")
+    assert added == "SELECT `order_id`, `amount` FROM __fr_s WHERE __fr_op = 'I')"
+    # Both read the same images with the same filter.
+    changes = merge.split(" USING (", 1)[1].split(") s ON ", 1)[0]
+    assert changes.split("SELECT IF(", 1)[1] in overwrite
+    for statement in (merge, overwrite):
+        sqlglot.parse_one(statement, read="spark")

@@ -23,6 +23,7 @@ from dbt.adapters.fastrefresh.refresh import (
     ViewRecord,
     load_masters,
     load_view,
+    overwrites,
     plan_of,
     refresh_view,
     schema_hash,
@@ -151,7 +152,9 @@ def explain(env: Env, target: str) -> str:
         }
         pins: dict[TableName, int | None] = {m.name: None for m in masters}
         avg_types = current.config.avg_types if current.config else {}
-        statement = sqlgen.delta_statement(plan, view, types, sources, pins, pins, avg_types)
+        statement = sqlgen.delta_statement(
+            plan, view, types, sources, pins, pins, avg_types, overwrite=overwrites(current)
+        )
         lines.append("  delta statement of the next fast refresh:")
         lines.append("    " + statement)
     return "\n".join(lines)

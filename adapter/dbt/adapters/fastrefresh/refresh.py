@@ -59,7 +59,8 @@ UNPARTITIONED_VIEW_PROPERTIES = {**VIEW_PROPERTIES, "write.merge.distribution-mo
 # view instead of a MERGE: a copy-on-write MERGE rewrites the files its changed rows are
 # in, which for so few files is all of them, and first runs the delta once more to find
 # those files. (An aggregate view of 10,000 groups, 1% changes: 0.6-0.8 s against
-# 1.0-1.2 s.) Only on the Java path, which knows the count without a statement.
+# 1.0-1.2 s.) Aggregates and keyed projections; only on the Java path, which knows the
+# count without a statement.
 OVERWRITE_MAX_FILES = 2
 
 
@@ -147,6 +148,19 @@ def load_view(env: Env, view: TableName) -> ViewRecord | None:
         current = history.get(meta.current_snapshot)  # the state's walk has read it
         files = current.data_files if current else None
     return ViewRecord(meta, config, state, found, files)
+
+
+def overwrites(record: ViewRecord) -> bool:
+    """Whether the view takes its delta as one INSERT OVERWRITE (``OVERWRITE_MAX_FILES``).
+    Only a copy-on-write view (a merge-on-read MERGE rewrites nothing: it adds a delete
+    file), and never a partitioned one: under Spark's dynamic partition overwrite mode an
+    INSERT OVERWRITE would keep the partitions the delta emptied."""
+    if record.data_files is None or record.data_files > OVERWRITE_MAX_FILES:
+        return False
+    if record.config is None or "partitioned by" in record.config.table_options.lower():
+        return False
+    spec = TableSpec(record.config.table_options, record.config.table_properties)
+    return spec.table_properties().get("write.merge.mode") != "merge-on-read"
 
 
 def schema_hash(masters: list[MasterState]) -> str:
@@ -377,10 +391,9 @@ class _Refresh:
         log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
         types = {c.name: c.type for c in record.meta.columns}
         old_pins = _old_pins(self.setups, pins, previous)
-        small = record.data_files is not None and record.data_files <= OVERWRITE_MAX_FILES
         statement = sqlgen.delta_statement(
             plan, self.view, types, {m: s for m, s in sources.items() if m in pending},
-            pins, old_pins, record.config.avg_types, overwrite=small,
+            pins, old_pins, record.config.avg_types, overwrite=overwrites(record),
         )  # fmt: skip
         state = self._new_state("FAST", None, pins, record.state.last_fallback_reason)
         commit_view(self.env, self.view, statement, state, fault="apply.after_merge")

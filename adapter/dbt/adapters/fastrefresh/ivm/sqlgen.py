@@ -231,7 +231,11 @@ def _insert(plan: ViewPlan, values: Mapping[str, str]) -> str:
 
 
 def _projection_keyed(
-    plan: ViewPlan, view: TableName, types: Mapping[str, str], ctes: Sequence[str]
+    plan: ViewPlan,
+    view: TableName,
+    types: Mapping[str, str],
+    ctes: Sequence[str],
+    overwrite: bool = False,
 ) -> str:
     alias = plan.alias
     key_exprs = {
@@ -251,12 +255,24 @@ def _projection_keyed(
         f"IF({alias}.__fr_sign = -1, {d}, {i}) AS {_q(c)}"
         for c, d, i in zip(cols, deletes, inserts, strict=True)
     )
-    source = (
-        f"WITH {', '.join(ctes)} "
+    changes = (
         f"SELECT {rows}, IF({alias}.__fr_sign = -1, 'D', 'I') AS __fr_op FROM imgs {alias} "
         f"WHERE {alias}.__fr_sign = -1 OR (TRUE{where})"
     )
+    source = f"WITH {', '.join(ctes)} {changes}"
     on = " AND ".join(f"t.{_q(c)} <=> s.{_q(c)}" for c in plan.key_view_columns)
+    if overwrite:
+        # What the MERGE below leaves, written whole: the view's rows but those a 'D' row
+        # matches, and every 'I' row (an 'I' row never matches: the MERGE's ON needs 'D').
+        plain = ", ".join(_q(c) for c in cols)
+        kept = ", ".join(f"t.{_q(c)}" for c in cols)
+        return (
+            f"INSERT OVERWRITE {view.sql} SELECT {plain} FROM ("
+            f"WITH {', '.join(ctes)}, __fr_s AS ({changes}) "
+            f"SELECT {kept} FROM {view.sql} t "
+            f"LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s ON {on} "
+            f"UNION ALL SELECT {plain} FROM __fr_s WHERE __fr_op = 'I')"
+        )
     return (
         f"MERGE INTO {view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
         "WHEN MATCHED THEN DELETE "
@@ -646,7 +662,7 @@ def delta_merge(
     ctes = image_ctes(plan, source)
     if plan.shape == "projection":
         if plan.keyed:
-            return _projection_keyed(plan, view, types, ctes)
+            return _projection_keyed(plan, view, types, ctes, overwrite)
         return _projection_counted(plan, view, types, ctes)
     rows = _aggregate_rows(plan)
     if plan.algebraic:
