@@ -1,0 +1,53 @@
+WITH commits__ AS (
+  SELECT
+    *
+  FROM VALUES
+    (0, CAST(7 AS BIGINT)) AS c__(ord__, xid__)
+), run__ AS (
+  SELECT
+    *
+  FROM VALUES
+    (CAST(0 AS BIGINT), CAST('2026-01-01 12:30:00.000000' AS TIMESTAMP_NTZ)) AS r__(base__, stamp__)
+), net AS (
+  SELECT
+    0 AS ord__,
+    `k`,
+    `v`,
+    `w`,
+    1 AS n__
+  FROM (
+    SELECT
+      k,
+      v,
+      w
+    FROM appended
+  ) AS r__
+), o AS (
+  SELECT
+    ord__,
+    IF(n__ < 0, 0, 1) AS half__,
+    `k`,
+    `v`,
+    `w`,
+    IF(n__ < 0, 'D', 'I') AS dmltype__,
+    IF(n__ < 0, 'O', 'N') AS old_new__,
+    IF(n__ < 0, X'00', X'FE') AS change_vector__
+  FROM net
+  LATERAL VIEW
+  EXPLODE(SEQUENCE(1, ABS(n__))) r__ AS rep__
+)
+INSERT INTO `g`.`mlog__t`
+SELECT
+  o.`k`,
+  o.`v`,
+  o.`w`,
+  o.dmltype__,
+  o.old_new__,
+  o.change_vector__,
+  run__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.half__) AS sequence__,
+  commits__.xid__,
+  run__.base__ + 1 AS capture__
+FROM o
+JOIN commits__
+  ON o.ord__ = commits__.ord__
+CROSS JOIN run__

@@ -1,0 +1,91 @@
+MERGE INTO `g`.`aggregate_global` AS t
+USING (
+  WITH __fr_rng AS (
+    SELECT
+      `k`,
+      `x`,
+      `y`,
+      old_new__,
+      sequence__
+    FROM `g`.`mlog__m1`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 24
+          ) <> 0
+        )
+      )
+  ), __fr_ranked AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+      COUNT(1) OVER (
+        PARTITION BY `k`
+        ORDER BY sequence__
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+      ) AS __fr_n
+    FROM __fr_rng
+  ), imgs AS (
+    SELECT
+      `k`,
+      `x`,
+      `y`,
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    FROM __fr_ranked
+    WHERE
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
+  ), __fr_rows AS (
+    SELECT
+      m1.y AS __fr_a_0,
+      m1.__fr_sign AS __fr_sign
+    FROM imgs AS m1
+    WHERE
+      NOT m1.x IS NULL
+  ), __fr_d AS (
+    SELECT
+      COALESCE(SUM(__fr_sign), 0) AS __fr_d_count,
+      COALESCE(SUM(IF(__fr_a_0 IS NULL, 0, __fr_sign)), 0) AS __fr_d_cnt_0,
+      SUM(__fr_sign * __fr_a_0) AS __fr_d_sum_0
+    FROM __fr_rows
+  )
+  SELECT
+    *
+  FROM __fr_d
+  WHERE
+    __fr_d_count <> 0 OR __fr_d_cnt_0 <> 0 OR COALESCE(__fr_d_sum_0, 0) <> 0
+) AS s
+ON 1 = 1
+WHEN MATCHED THEN UPDATE SET
+  `__fr_count` = CAST((
+    t.__fr_count + s.__fr_d_count
+  ) AS BIGINT),
+  `__fr_cnt_0` = CAST((
+    t.__fr_cnt_0 + s.__fr_d_cnt_0
+  ) AS BIGINT),
+  `__fr_sum_0` = CAST(IF(
+    (
+      t.__fr_cnt_0 + s.__fr_d_cnt_0
+    ) = 0,
+    NULL,
+    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+  ) AS DOUBLE),
+  `c` = CAST(CAST((
+    t.__fr_count + s.__fr_d_count
+  ) AS BIGINT) AS DOUBLE),
+  `sy` = CAST(CAST(IF(
+    (
+      t.__fr_cnt_0 + s.__fr_d_cnt_0
+    ) = 0,
+    NULL,
+    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+  ) AS DOUBLE) AS DOUBLE)

@@ -1,0 +1,132 @@
+MERGE INTO `g`.`join_self` AS t
+USING (
+  WITH __fr_ck0 AS (
+    SELECT DISTINCT
+      `k`,
+      TRUE AS __fr_hit
+    FROM `g`.`mlog__m1`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 26
+          ) <> 0
+        )
+      )
+  ), __fr_img0_rng AS (
+    SELECT
+      `k`,
+      `x`,
+      `y`,
+      old_new__,
+      sequence__
+    FROM `g`.`mlog__m1`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 26
+          ) <> 0
+        )
+      )
+  ), __fr_img0_ranked AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+      COUNT(1) OVER (
+        PARTITION BY `k`
+        ORDER BY sequence__
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+      ) AS __fr_n
+    FROM __fr_img0_rng
+  ), __fr_img0 AS (
+    SELECT
+      `k`,
+      `x`,
+      `y`,
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    FROM __fr_img0_ranked
+    WHERE
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
+  ), __fr_old AS (
+    SELECT
+      v.`k`,
+      v.`k2`,
+      CAST(NULL AS DOUBLE) AS `y`,
+      'D' AS __fr_op
+    FROM `g`.`join_self` AS v
+    LEFT JOIN __fr_ck0 AS __fr_h0
+      ON v.`k` = __fr_h0.`k`
+    LEFT JOIN __fr_ck0 AS __fr_h1
+      ON v.`k2` = __fr_h1.`k`
+    WHERE
+      __fr_h0.__fr_hit OR __fr_h1.__fr_hit
+  )
+  SELECT
+    *
+  FROM __fr_old
+  UNION ALL
+  SELECT
+    CAST(__fr_p.`k` AS DOUBLE) AS `k`,
+    CAST(__fr_p.`k2` AS DOUBLE) AS `k2`,
+    CAST(__fr_p.`y` AS DOUBLE) AS `y`,
+    'I' AS __fr_op
+  FROM (
+    SELECT
+      a.k AS k,
+      b.k AS k2,
+      a.y AS y
+    FROM (
+      SELECT
+        *
+      FROM __fr_img0
+      WHERE
+        __fr_sign = 1
+    ) AS a
+    CROSS JOIN g.m1 VERSION AS OF 21 AS b
+    WHERE
+      a.x = b.x + 1
+  ) AS __fr_p
+  UNION ALL
+  SELECT
+    CAST(__fr_p.`k` AS DOUBLE) AS `k`,
+    CAST(__fr_p.`k2` AS DOUBLE) AS `k2`,
+    CAST(__fr_p.`y` AS DOUBLE) AS `y`,
+    'I' AS __fr_op
+  FROM (
+    SELECT
+      a.k AS k,
+      b.k AS k2,
+      a.y AS y
+    FROM g.m1 VERSION AS OF 21 AS a
+    CROSS JOIN (
+      SELECT
+        *
+      FROM __fr_img0
+      WHERE
+        __fr_sign = 1
+    ) AS b
+    LEFT ANTI JOIN __fr_ck0 AS __fr_out0
+      ON a.`k` = __fr_out0.`k`
+    WHERE
+      a.x = b.x + 1
+  ) AS __fr_p
+) AS s
+ON t.`k` IS NOT DISTINCT FROM s.`k`
+AND t.`k2` IS NOT DISTINCT FROM s.`k2`
+AND s.__fr_op = 'D'
+WHEN MATCHED THEN DELETE
+WHEN NOT MATCHED AND s.__fr_op = 'I' THEN INSERT (`k`, `k2`, `y`) VALUES (s.`k`, s.`k2`, s.`y`)

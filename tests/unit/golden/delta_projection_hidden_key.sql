@@ -1,0 +1,63 @@
+MERGE INTO `g`.`projection_hidden_key` AS t
+USING (
+  WITH __fr_rng AS (
+    SELECT
+      `k`,
+      `g`,
+      `y`,
+      old_new__,
+      sequence__
+    FROM `g`.`mlog__m1`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 20
+          ) <> 0
+        )
+      )
+  ), __fr_ranked AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+      COUNT(1) OVER (
+        PARTITION BY `k`
+        ORDER BY sequence__
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+      ) AS __fr_n
+    FROM __fr_rng
+  ), imgs AS (
+    SELECT
+      `k`,
+      `g`,
+      `y`,
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    FROM __fr_ranked
+    WHERE
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
+  )
+  SELECT
+    IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.g AS DOUBLE)) AS `g`,
+    IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.y AS DOUBLE)) AS `y`,
+    IF(m1.__fr_sign = -1, m1.`k`, CAST(m1.k AS DOUBLE)) AS `__fr_k_k`,
+    IF(m1.__fr_sign = -1, 'D', 'I') AS __fr_op
+  FROM imgs AS m1
+  WHERE
+    m1.__fr_sign = -1 OR (
+      TRUE AND (
+        m1.g <> 'c'
+      )
+    )
+) AS s
+ON t.`__fr_k_k` IS NOT DISTINCT FROM s.`__fr_k_k` AND s.__fr_op = 'D'
+WHEN MATCHED THEN DELETE
+WHEN NOT MATCHED AND s.__fr_op = 'I' THEN INSERT (`g`, `y`, `__fr_k_k`) VALUES (s.`g`, s.`y`, s.`__fr_k_k`)

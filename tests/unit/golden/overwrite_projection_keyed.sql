@@ -1,0 +1,86 @@
+WITH __fr_rng AS (
+  SELECT
+    `k`,
+    `g`,
+    `x`,
+    old_new__,
+    sequence__
+  FROM `g`.`mlog__m1`
+  WHERE
+    (
+      capture__ > 4 AND capture__ <= 7
+    )
+    AND (
+      dmltype__ <> 'U'
+      OR (
+        (
+          CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 14
+        ) <> 0
+      )
+    )
+), __fr_ranked AS (
+  SELECT
+    *,
+    ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+    COUNT(1) OVER (
+      PARTITION BY `k`
+      ORDER BY sequence__
+      ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+    ) AS __fr_n
+  FROM __fr_rng
+), imgs AS (
+  SELECT
+    `k`,
+    `g`,
+    `x`,
+    IF(old_new__ = 'O', -1, 1) AS __fr_sign
+  FROM __fr_ranked
+  WHERE
+    (
+      __fr_pos = 1 AND old_new__ = 'O'
+    )
+    OR (
+      __fr_pos = __fr_n AND old_new__ = 'N'
+    )
+), __fr_s AS (
+  SELECT
+    IF(m1.__fr_sign = -1, m1.`k`, CAST(m1.k AS DOUBLE)) AS `k`,
+    IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.g AS DOUBLE)) AS `g`,
+    IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.x AS DOUBLE)) AS `x`,
+    IF(m1.__fr_sign = -1, 'D', 'I') AS __fr_op
+  FROM imgs AS m1
+  WHERE
+    m1.__fr_sign = -1 OR (
+      TRUE AND (
+        m1.x > 0
+      )
+    )
+)
+INSERT OVERWRITE TABLE `g`.`projection_keyed`
+SELECT
+  `k`,
+  `g`,
+  `x`
+FROM (
+  SELECT
+    t.`k`,
+    t.`g`,
+    t.`x`
+  FROM `g`.`projection_keyed` AS t
+  LEFT ANTI JOIN (
+    SELECT
+      *
+    FROM __fr_s
+    WHERE
+      __fr_op = 'D'
+  ) AS s
+    ON t.`k` IS NOT DISTINCT FROM s.`k`
+  UNION ALL
+  SELECT
+    `k`,
+    `g`,
+    `x`
+  FROM __fr_s
+  WHERE
+    __fr_op = 'I'
+)

@@ -1,0 +1,252 @@
+"""Golden SQL: the statements the planner and capture generate, pinned without Spark.
+
+Each case feeds a view's query and its masters' log metadata (or a capture's commits) to
+the pure SQL builders and compares the statement with ``tests/unit/golden/<case>.sql``,
+both normalized by sqlglot (parsed and pretty-printed, so whitespace does not count but
+every clause does). What these statements compute is checked elsewhere, against Spark:
+the consistency oracle (``tests/functional/test_oracle.py``, whose views these cases
+reuse) runs them and compares every view with its query recomputed. These files pin them,
+so that a refactoring of the builders is provably behaviour-neutral: it leaves every file
+unchanged.
+
+A deliberate change of a statement: run with ``FASTREFRESH_UPDATE_GOLDEN=1`` to rewrite
+the files, then read their diff and commit it with the change.
+
+The log flavour (timestamp or commit SCN) does not reach a delta statement: a refresh
+reads whole captures by ``capture__`` either way (``master_side.Setup.range_predicate``),
+so the delta cases run once; the capture cases run for both flavours.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlglot
+
+from dbt.adapters.fastrefresh.capture_sql import (
+    Bounds,
+    DataFile,
+    SnapshotChanges,
+    capture_statement,
+    reads_of,
+)
+from dbt.adapters.fastrefresh.ivm import sqlgen
+from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan, analyze
+from dbt.adapters.fastrefresh.master import Column
+from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.state import Flavour, LogConfig
+from dbt.adapters.fastrefresh.tables import CaptureReads, RowSource, SnapshotInfo
+
+GOLDEN = Path(__file__).with_name("golden")
+UPDATE = os.environ.get("FASTREFRESH_UPDATE_GOLDEN") == "1"
+
+# The oracle's masters: m1 keyed with a full log, m2 key-less, m3 keyed with a key-only log.
+S = "g"
+M1, M2, M3 = TableName(S, "m1"), TableName(S, "m2"), TableName(S, "m3")
+COLUMNS = {
+    M1: [Column("k", "bigint"), Column("g", "string"), Column("x", "int"),
+         Column("y", "decimal(10,2)")],
+    M2: [Column("g", "string"), Column("x", "int")],
+    M3: [Column("k", "bigint"), Column("g", "string"), Column("x", "int")],
+}  # fmt: skip
+KEYS = {M1: ["k"], M3: ["k"]}
+LOGS = {
+    M1: ("k",),  # the log holds every column
+    M2: (),  # key-less: every column, no key
+    M3: ("k",),  # key-only: the key alone
+}
+PINS = {M1: 21, M2: 22, M3: 23}
+OLD_PINS = {M1: 11, M2: 12, M3: 13}
+
+
+def log_source(master: TableName) -> sqlgen.LogSource:
+    names = tuple(c.name for c in COLUMNS[master])
+    logged = ("k",) if master == M3 else names
+    return sqlgen.LogSource(
+        TableName(S, f"mlog__{master.table}"), "capture__ > 4 AND capture__ <= 7",
+        LOGS[master], names, logged,
+    )  # fmt: skip
+
+
+def source(plan: ViewPlan, master: TableName) -> sqlgen.Source:
+    """What a refresh reads a master's changes from (``refresh.RefreshRun`` decides alike):
+    its log, or for a single-table view reading columns the log lacks, the master's rows of
+    the changed keys by time travel."""
+    log = log_source(master)
+    if plan.shape == "join" or set(plan.columns_read_of(master)) <= set(log.logged):
+        return log
+    return sqlgen.MasterSource(log, master, OLD_PINS[master], PINS[master])
+
+
+def types_of(plan: ViewPlan) -> dict[str, str]:
+    """The view's column types (what its table holds): counts BIGINT, the rest DOUBLE;
+    enough for the casts the statements make."""
+    return {c: ("BIGINT" if "count" in c or "cnt" in c else "DOUBLE") for c in plan.view_columns}
+
+
+# name -> (query, the masters whose changes the delta applies). {s}: the schema.
+VIEWS = {
+    "projection_keyed": ("SELECT k, g, x FROM {s}.m1 WHERE x > 0", (M1,)),
+    "projection_hidden_key": ("SELECT g, y FROM {s}.m1 WHERE g <> 'c'", (M1,)),
+    "projection_keyless": ("SELECT g, x FROM {s}.m2 WHERE x IS NULL OR x < 3", (M2,)),
+    "aggregate_signed": (
+        "SELECT g, count(*) AS c, sum(x) AS sx, avg(y) AS ay, count(x) AS cx FROM {s}.m1 "
+        "GROUP BY g",
+        (M1,),
+    ),
+    "aggregate_minmax": (
+        "SELECT g, min(x) AS mn, max(y) AS mx, count(DISTINCT x) AS cd FROM {s}.m1 GROUP BY g",
+        (M1,),
+    ),
+    "aggregate_global": (
+        "SELECT count(*) AS c, sum(y) AS sy FROM {s}.m1 WHERE x IS NOT NULL",
+        (M1,),
+    ),
+    "aggregate_expression": (
+        "SELECT upper(g) AS ug, sum(x) * 2 AS s2, sum(y) / count(*) AS r FROM {s}.m1 "
+        "GROUP BY upper(g)",
+        (M1,),
+    ),
+    "distinct": ("SELECT DISTINCT g FROM {s}.m1", (M1,)),
+    "aggregate_keyless": ("SELECT g, count(*) AS c, sum(x) AS sx FROM {s}.m2 GROUP BY g", (M2,)),
+    "aggregate_key_only_log": (
+        "SELECT g, count(*) AS c, sum(x) AS sx FROM {s}.m3 GROUP BY g",
+        (M3,),
+    ),
+    "join_on_group": (
+        "SELECT a.k, a.x, b.k AS bk, b.x AS bx FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g "
+        "WHERE a.x > 0 OR b.x IS NULL",
+        (M1, M3),
+    ),
+    "join_one_side_changed": (
+        "SELECT a.k, a.x, b.k AS bk, b.x AS bx FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g",
+        (M3,),
+    ),
+    "join_hidden_keys": ("SELECT a.g, b.x FROM {s}.m1 a JOIN {s}.m3 b USING (k)", (M1, M3)),
+    "join_aggregate": (
+        "SELECT b.g, count(*) AS c, sum(a.x) AS sx, avg(a.y) AS ay FROM {s}.m1 a "
+        "JOIN {s}.m3 b ON a.k = b.k GROUP BY b.g",
+        (M1, M3),
+    ),
+    "join_aggregate_minmax": (
+        "SELECT a.g, max(b.x) AS mx, count(*) AS c FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g "
+        "GROUP BY a.g",
+        (M1, M3),
+    ),
+    "join_self": ("SELECT a.k, b.k AS k2, a.y FROM {s}.m1 a, {s}.m1 b WHERE a.x = b.x + 1", (M1,)),
+}
+# The shapes a small copy-on-write view takes its delta for as one INSERT OVERWRITE.
+OVERWRITE = ("projection_keyed", "aggregate_signed", "aggregate_minmax", "join_aggregate")
+AVG_TYPES = {"y": "decimal(14,6)", "a.y": "decimal(14,6)"}
+
+
+def normalized(sql: str) -> str:
+    return sqlglot.transpile(sql, read="spark", write="spark", pretty=True)[0] + "\n"
+
+
+def check(name: str, sql: str) -> None:
+    path = GOLDEN / f"{name}.sql"
+    got = normalized(sql)
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(got)
+    assert path.exists(), f"no golden file {path}: run with FASTREFRESH_UPDATE_GOLDEN=1"
+    assert got == path.read_text(), f"{name}: the statement differs from {path}"
+
+
+def plan_of(name: str) -> ViewPlan:
+    plan = analyze(VIEWS[name][0].format(s=S), COLUMNS, KEYS)  # type: ignore[arg-type]
+    assert plan.supported, plan.reason
+    return plan
+
+
+def delta(name: str, overwrite: bool = False) -> str:
+    plan = plan_of(name)
+    sources = {m: source(plan, m) for m in VIEWS[name][1]}
+    view = TableName(S, name)
+    return sqlgen.delta_statement(
+        plan, view, types_of(plan), sources, PINS, OLD_PINS, AVG_TYPES, overwrite=overwrite
+    )
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_the_delta_statement_of_each_shape(name: str) -> None:
+    check(f"delta_{name}", delta(name))
+
+
+@pytest.mark.parametrize("name", OVERWRITE)
+def test_the_overwrite_form_of_a_small_view(name: str) -> None:
+    check(f"overwrite_{name}", delta(name, overwrite=True))
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_the_complete_refresh_select_of_each_shape(name: str) -> None:
+    check(f"complete_{name}", sqlgen.complete_select(plan_of(name), PINS))
+
+
+# -- capture ----------------------------------------------------------------------------
+
+T0 = dt.datetime(2026, 1, 1, 12, 30)
+KV = [Column("k", "bigint"), Column("v", "int"), Column("w", "string")]
+
+
+def log_config(flavour: Flavour, key: tuple[str, ...], logged: tuple[str, ...]) -> LogConfig:
+    return LogConfig(
+        TableName(S, "t"), TableName(S, "mlog__t"), flavour, key, logged, ("k", "v", "w"),
+        not key, T0, "incarnation",
+    )  # fmt: skip
+
+
+def snapshot(sid: int, parent: int, operation: str, files: int) -> SnapshotInfo:
+    return SnapshotInfo(sid, parent, operation, T0, {"total-data-files": str(files)})
+
+
+def bounds(lo: int, hi: int) -> tuple[Bounds, ...]:
+    return (Bounds("k", "bigint", str(lo), str(hi), False, False),)
+
+
+# Three commits of the SQL path: a copy-on-write update (file a rewritten as b), a
+# merge-on-read delete (position deletes into b), an append (file c).
+CHANGES = [
+    SnapshotChanges(
+        snapshot(7, 6, "overwrite", 4), 0,
+        added=[DataFile("b", bounds(1, 50))], removed=[DataFile("a", bounds(1, 50))],
+    ),
+    SnapshotChanges(
+        snapshot(8, 7, "delete", 4), 1,
+        deleted_from=[DataFile("b", bounds(1, 50))], delete_files=["d1"],
+    ),
+    SnapshotChanges(snapshot(9, 8, "append", 5), 2, added=[DataFile("c", bounds(51, 60))]),
+]  # fmt: skip
+APPENDS = CaptureReads(
+    ((0, snapshot(7, 6, "append", 2)),), (RowSource("SELECT k, v, w FROM appended", {0: 1}),)
+)
+LOG_KINDS: dict[str, Callable[[Flavour], LogConfig]] = {
+    "keyed": lambda f: log_config(f, ("k",), ("v", "w")),
+    "keyed_some_columns": lambda f: log_config(f, ("k",), ("v",)),
+    "key_only": lambda f: log_config(f, ("k",), ()),
+    "keyless": lambda f: log_config(f, (), ("k", "v", "w")),
+}
+
+
+@pytest.mark.parametrize("flavour", list(Flavour), ids=lambda f: f.value)
+@pytest.mark.parametrize("kind", sorted(LOG_KINDS))
+def test_the_capture_statement_of_each_log_kind(kind: str, flavour: Flavour) -> None:
+    config = LOG_KINDS[kind](flavour)
+    reads = reads_of(config.master, KV, CHANGES)
+    check(f"capture_{kind}_{flavour.value}", capture_statement(config, KV, reads, 41))
+
+
+@pytest.mark.parametrize("flavour", list(Flavour), ids=lambda f: f.value)
+def test_a_capture_inside_a_refresh_is_stamped_and_appends_need_no_netting(
+    flavour: Flavour,
+) -> None:
+    config = LOG_KINDS["keyed"](flavour)
+    check(
+        f"capture_stamped_appends_{flavour.value}",
+        capture_statement(config, KV, APPENDS, 0, stamp=T0),
+    )
