@@ -63,13 +63,14 @@ bench-large: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py --large --sweeps size --out benchmarks/results/large
 
 lint: $(STAMP)
-	$(BIN)/ruff check adapter tests examples benchmarks
-	$(BIN)/ruff format --check adapter tests examples benchmarks
+	$(BIN)/ruff check adapter tests examples benchmarks scripts
+	$(BIN)/ruff format --check adapter tests examples benchmarks scripts
+	$(BIN)/python scripts/check_layers.py
 	$(BIN)/mypy adapter/dbt/adapters/fastrefresh benchmarks
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix adapter tests examples benchmarks
-	$(BIN)/ruff format adapter tests examples benchmarks
+	$(BIN)/ruff check --fix adapter tests examples benchmarks scripts
+	$(BIN)/ruff format adapter tests examples benchmarks scripts
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache examples/quickstart/{target,logs,dbt_packages,.fastrefresh}

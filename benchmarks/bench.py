@@ -345,7 +345,7 @@ def run_round(
                 raise AssertionError(
                     f"{method} refresh of {scenario} differs from its query by {wrong} row(s)"
                 )
-        if results["fast"]["refresh_types"] != "FAST":  # force chose complete (refresh.py)
+        if results["fast"]["refresh_types"] != "FAST":  # force chose complete (engine/refresh.py)
             print(f"  note: {scenario} under force refreshed {results['fast']['refresh_types']}")
         for row in results.values():
             out.append({**base, **row})
@@ -361,8 +361,8 @@ def run_round(
 
 
 def create_log(spark: Any, flavour: str) -> None:
-    from dbt.adapters.fastrefresh import mlog
-    from dbt.adapters.fastrefresh.env import Env
+    from dbt.adapters.fastrefresh.mlog import ddl as mlog
+    from dbt.adapters.fastrefresh.protocol.env import Env
     from dbt.adapters.fastrefresh.sqltext import TableName
 
     env = Env.for_spark(spark, REGISTRY)
@@ -373,7 +373,7 @@ def create_log(spark: Any, flavour: str) -> None:
     mlog.create_mview_log(env, ORDERS, commit_scn=commit_scn)
     # The join scenario's dimension: a key-only log (a join reads only the changed keys).
     mlog.create_mview_log(env, CUSTOMERS, columns=[], commit_scn=commit_scn, key=["customer_id"])
-    from dbt.adapters.fastrefresh import registry
+    from dbt.adapters.fastrefresh.registry import store as registry
 
     registry.publish(env)
 
@@ -580,7 +580,7 @@ def main() -> None:
         plan = dataclasses.replace(plan, large=(LARGE_ROWS,))
     out = args.out or HERE / "results" / ("quick" if args.quick else "full")
 
-    from dbt.adapters.fastrefresh.embedded import start_session
+    from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
     state = HERE / ".state"
     shutil.rmtree(state, ignore_errors=True)

@@ -58,8 +58,10 @@ class Counter:
 
 
 def run(spark: Any, rows: int, path: str, schema: str) -> list[dict[str, Any]]:
-    from dbt.adapters.fastrefresh import mlog, refresh, registry
-    from dbt.adapters.fastrefresh.env import Env
+    from dbt.adapters.fastrefresh.engine import refresh
+    from dbt.adapters.fastrefresh.mlog import ddl as mlog
+    from dbt.adapters.fastrefresh.protocol.env import Env
+    from dbt.adapters.fastrefresh.registry import store as registry
     from dbt.adapters.fastrefresh.sqltext import TableName
 
     # A fresh schema per run, so that no state of an earlier run is read.
@@ -135,7 +137,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "micro")
     args = parser.parse_args()
-    from dbt.adapters.fastrefresh.embedded import start_session
+    from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
     with tempfile.TemporaryDirectory() as tmp:
         spark = start_session(Path(tmp) / "state")

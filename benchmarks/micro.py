@@ -43,10 +43,10 @@ def measure(repeats: int, fn: Callable[[int], Any]) -> list[float]:
 
 def operations(spark: Any) -> list[tuple[str, str, Callable[[int], Any]]]:
     """(group, label, operation) in table order; each takes the repeat number."""
-    from dbt.adapters.fastrefresh.env import Env
+    from dbt.adapters.fastrefresh.iceberg.tables import latest_state
+    from dbt.adapters.fastrefresh.protocol.env import Env
+    from dbt.adapters.fastrefresh.protocol.state import LOG_STATE
     from dbt.adapters.fastrefresh.sqltext import TableName
-    from dbt.adapters.fastrefresh.state import LOG_STATE
-    from dbt.adapters.fastrefresh.tables import latest_state
 
     sql = spark.sql
     sql("CREATE SCHEMA micro")
@@ -138,7 +138,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "micro")
     args = parser.parse_args()
-    from dbt.adapters.fastrefresh.embedded import start_session
+    from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
     state = Path(tempfile.mkdtemp(prefix="fastrefresh-micro-"))
     started = time.perf_counter()

@@ -23,7 +23,7 @@ def spark_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(spark_state_dir: Path):  # type: ignore[no-untyped-def]
-    from dbt.adapters.fastrefresh.embedded import start_session
+    from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
     session = start_session(spark_state_dir)
     yield session

@@ -26,7 +26,7 @@ from dbt_common.events.base_types import EventMsg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import lit
 
-from dbt.adapters.fastrefresh.embedded import start_session
+from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
 HERE = Path(__file__).resolve().parent
 VIEWS = ("customer_revenue", "open_orders", "status_summary")

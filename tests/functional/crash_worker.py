@@ -10,9 +10,11 @@ import json
 import sys
 from typing import Any
 
-from dbt.adapters.fastrefresh import capture, mlog, refresh
-from dbt.adapters.fastrefresh.embedded import start_session
-from dbt.adapters.fastrefresh.env import Env
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.runtime.embedded import start_session
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 MASTER = TableName("crash", "m")

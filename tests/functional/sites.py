@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbt.adapters.fastrefresh import mlog, refresh
-from dbt.adapters.fastrefresh.env import Env
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
 
-# The two ways to the same state (tables.py): tests that care run on both.
+# The two ways to the same state (iceberg/tables.py): tests that care run on both.
 PATHS = ("java", "sql")
 
 

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.fastrefresh import capture, mlog
-from dbt.adapters.fastrefresh import changevector as cv
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for
 

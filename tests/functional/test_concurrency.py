@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import mlog, refresh, registry
-from dbt.adapters.fastrefresh.master_side import read_view_state
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.mlog.consumers import read_view_state
+from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, matches
 

@@ -13,7 +13,8 @@ from decimal import Decimal
 
 import pytest
 
-from dbt.adapters.fastrefresh import mlog, refresh
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for
 

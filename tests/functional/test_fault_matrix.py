@@ -17,9 +17,13 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import capture, faults, mlog, refresh, registry
-from dbt.adapters.fastrefresh.env import Env
-from dbt.adapters.fastrefresh.runtime import Runtime
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.registry import store as registry
+from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.runtime.process import Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import matches
 

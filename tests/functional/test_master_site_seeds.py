@@ -15,10 +15,14 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import admin, capture, mlog, refresh, registry
-from dbt.adapters.fastrefresh.decisions import ReasonCode
+from dbt.adapters.fastrefresh import admin
+from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.master_side import read_view_state
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.mlog.consumers import read_view_state
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import PATHS, env_for, matches
 

@@ -25,8 +25,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.fastrefresh import admin, capture, mlog, refresh, registry
-from dbt.adapters.fastrefresh.decisions import ReasonCode
+from dbt.adapters.fastrefresh import admin
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, matches
 

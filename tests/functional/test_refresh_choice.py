@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.fastrefresh import capture, mlog, refresh
-from dbt.adapters.fastrefresh.decisions import ReasonCode
-from dbt.adapters.fastrefresh.env import Env
+from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.master_side import read_view_state
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.mlog.consumers import read_view_state
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, keyed_master_with_log
 

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import master as mt
-from dbt.adapters.fastrefresh import mlog, refresh, registry
+from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.ivm.analysis import query_hash
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, keyed_master_with_log, matches
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from dbt.adapters.fastrefresh import registry, upkeep
-from dbt.adapters.fastrefresh.clock import utcnow
-from dbt.adapters.fastrefresh.runtime import Runtime
+from dbt.adapters.fastrefresh.protocol import upkeep
+from dbt.adapters.fastrefresh.registry import store as registry
+from dbt.adapters.fastrefresh.runtime.clock import utcnow
+from dbt.adapters.fastrefresh.runtime.process import Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, keyed_master_with_log, refresh_and_check
 
@@ -78,14 +79,14 @@ def test_an_expiry_keeps_the_young_and_the_last_snapshots(spark: Any) -> None:
         spark.sql(f"INSERT INTO {table.sql} VALUES ({i})")
     assert _snapshots(spark, table.sql) == 5
     # Every snapshot is younger than an hour ago: none may go.
-    assert upkeep.expire(env, table, utcnow() - dt.timedelta(hours=1), 2) is False
+    assert upkeep.expire(env.sql, table, utcnow() - dt.timedelta(hours=1), 2) is False
     assert _snapshots(spark, table.sql) == 5
     # All are old enough: all but the last two go, and the rows stay.
-    assert upkeep.expire(env, table, utcnow() + dt.timedelta(seconds=1), 2) is True
+    assert upkeep.expire(env.sql, table, utcnow() + dt.timedelta(seconds=1), 2) is True
     assert _snapshots(spark, table.sql) == 2
     assert spark.sql(f"SELECT count(*) FROM {table.sql}").collect()[0][0] == 5
     # Nothing left to expire beyond the last two.
-    assert upkeep.expire(env, table, utcnow() + dt.timedelta(seconds=1), 2) is False
+    assert upkeep.expire(env.sql, table, utcnow() + dt.timedelta(seconds=1), 2) is False
 
 
 def test_a_failed_expiry_warns_and_does_not_raise(
@@ -95,7 +96,7 @@ def test_a_failed_expiry_warns_and_does_not_raise(
     monkeypatch.setattr(upkeep.logger, "warning", warnings.append)
     env = env_for(spark, "upkeep_nowhere_registry")
     missing = TableName("upkeep_nowhere", "t")
-    assert upkeep.expire(env, missing, utcnow(), 1) is False
+    assert upkeep.expire(env.sql, missing, utcnow(), 1) is False
     assert len(warnings) == 1
     assert "could not expire old snapshots of upkeep_nowhere.t" in warnings[0]
     assert "Fix:" in warnings[0]

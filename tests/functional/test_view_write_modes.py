@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from dbt.adapters.fastrefresh import refresh
+from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import keyed_master_with_log, refresh_and_check
 

@@ -13,7 +13,7 @@ A deliberate change of a statement: run with ``FASTREFRESH_UPDATE_GOLDEN=1`` to 
 the files, then read their diff and commit it with the change.
 
 The log flavour (timestamp or commit SCN) does not reach a delta statement: a refresh
-reads whole captures by ``capture__`` either way (``master_side.Setup.range_predicate``),
+reads whole captures by ``capture__`` either way (``mlog.consumers.Setup.range_predicate``),
 so the delta cases run once; the capture cases run for both flavours.
 """
 
@@ -27,19 +27,19 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from dbt.adapters.fastrefresh.capture_sql import (
+from dbt.adapters.fastrefresh.iceberg.changes import (
     Bounds,
     DataFile,
     SnapshotChanges,
-    capture_statement,
     reads_of,
 )
+from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource, SnapshotInfo
 from dbt.adapters.fastrefresh.ivm import sqlgen
 from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan, analyze
-from dbt.adapters.fastrefresh.master import Column
+from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement
+from dbt.adapters.fastrefresh.protocol.state import Flavour, LogConfig
 from dbt.adapters.fastrefresh.sqltext import TableName
-from dbt.adapters.fastrefresh.state import Flavour, LogConfig
-from dbt.adapters.fastrefresh.tables import CaptureReads, RowSource, SnapshotInfo
 
 GOLDEN = Path(__file__).with_name("golden")
 UPDATE = os.environ.get("FASTREFRESH_UPDATE_GOLDEN") == "1"

@@ -2,24 +2,26 @@
 UNREGISTER_MVIEW.
 
 A log row may go once every view registered on the log has consumed it (the wrap-up's
-purge, ``master_side.purge``). ``purge_log`` may cut deeper, dooming the least recently
+purge, ``mlog.consumers.purge``). ``purge_log`` may cut deeper, dooming the least recently
 refreshed views to a complete refresh: the log remembers how far it was purged, and a view
 whose place is before that point is told the rows it needed were purged.
 """
 
 from __future__ import annotations
 
-from dbt.adapters.fastrefresh.env import Env
+from dbt.adapters.fastrefresh.engine.refresh import load_view
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.master_side import (
+from dbt.adapters.fastrefresh.mlog.consumers import (
     execute_purge,
     plan_purge,
     read_view_state,
     view_positions,
 )
-from dbt.adapters.fastrefresh.mlog import load_log, log_lock, no_log_error, record_state
+from dbt.adapters.fastrefresh.mlog.ddl import load_log, log_lock, no_log_error, record_state
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE
+from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for
-from dbt.adapters.fastrefresh.state import VIEW_CONFIG, VIEW_STATE
 
 
 def purge_log(env: Env, master_name: object, num: object = 1, flag: object = "delete") -> str:
@@ -108,9 +110,6 @@ def purge_mview_from_log(env: Env, mview_name: object, master_name: object | Non
 def _candidate_masters(env: Env, mview: TableName) -> list[TableName]:
     """The masters whose logs may hold a claim of ``mview``: those its state and its
     configuration name, and those the registry shows it on (it may be dropped)."""
-    from dbt.adapters.fastrefresh import registry
-    from dbt.adapters.fastrefresh.refresh import load_view
-
     found: set[TableName] = set()
     record = load_view(env, mview)
     if record is not None and record.config is not None:

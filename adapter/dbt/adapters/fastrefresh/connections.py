@@ -20,8 +20,8 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.fastrefresh import embedded
-from dbt.adapters.fastrefresh.env import DEFAULT_REGISTRY_SCHEMA
+from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA
+from dbt.adapters.fastrefresh.runtime import embedded
 
 logger = AdapterLogger("fastrefresh")
 

@@ -16,11 +16,15 @@ from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 
-from dbt.adapters.fastrefresh import admin, capture, inspection, mlog, refresh, registry
+from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
-from dbt.adapters.fastrefresh.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
-from dbt.adapters.fastrefresh.executor import AdapterExecutor
-from dbt.adapters.fastrefresh.refresh import TableSpec
+from dbt.adapters.fastrefresh.engine import inspection, refresh
+from dbt.adapters.fastrefresh.engine.refresh import TableSpec
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
+from dbt.adapters.fastrefresh.registry import store as registry
+from dbt.adapters.fastrefresh.runtime.executor import AdapterExecutor
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 if TYPE_CHECKING:
@@ -80,7 +84,7 @@ class FastrefreshAdapter(SparkAdapter):
         import shutil
         from pathlib import Path
 
-        from dbt.adapters.fastrefresh import master as master_module
+        from dbt.adapters.fastrefresh.iceberg import columns as master_module
 
         creds = self.config.credentials
         if not getattr(creds, "embedded", False) or not relation.schema or not relation.identifier:
@@ -122,7 +126,7 @@ class FastrefreshAdapter(SparkAdapter):
             return running
         # Opening the connection prepares the embedded settings (jars) first.
         self.connections.get_thread_connection().handle  # noqa: B018
-        from dbt.adapters.fastrefresh.embedded import session_builder
+        from dbt.adapters.fastrefresh.runtime.embedded import session_builder
 
         return session_builder(creds.server_side_parameters).getOrCreate()
 

@@ -36,7 +36,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
-from dbt.adapters.fastrefresh.master import Column
+from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 HIDDEN_PREFIX = "__fr_"

@@ -19,8 +19,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.fastrefresh import changevector as cv
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
+from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, string
 
 

@@ -1,0 +1,2 @@
+"""Refreshing views: the refresh itself (decide, capture, apply, record) and inspection
+(staleness, explain)."""

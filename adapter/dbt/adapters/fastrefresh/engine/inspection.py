@@ -1,0 +1,185 @@
+"""Looking at views without changing them: staleness, explain, the pinned definition,
+and refreshing registered views by name.
+
+Oracle's USER_MVIEWS.STALENESS, DBMS_MVIEW.EXPLAIN_MVIEW, the query a view reflects, and
+DBMS_MVIEW.REFRESH with a list.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+
+from dbt.adapters.fastrefresh.engine.refresh import (
+    METHODS,
+    RefreshResult,
+    TableSpec,
+    ViewRecord,
+    load_masters,
+    load_view,
+    overwrites,
+    plan_of,
+    refresh_view,
+    schema_hash,
+)
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.ivm import sqlgen
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, tables_of
+from dbt.adapters.fastrefresh.mlog.capture import capture
+from dbt.adapters.fastrefresh.mlog.consumers import usability_problem
+from dbt.adapters.fastrefresh.mlog.ddl import load_log
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+def registered(env: Env, view: TableName) -> ViewRecord:
+    """The view's record; a clear error when it is not a registered fast_refresh view."""
+    record = load_view(env, view)
+    if record is None or record.config is None or record.state is None:
+        raise FastRefreshError(
+            f"{view} is not a registered fast_refresh view. Fix: build it with dbt run "
+            "(materialized='fast_refresh'), or check the name (schema.table)."
+        )
+    return record
+
+
+def pinned_definition(env: Env, view: TableName) -> str:
+    """The view's query on the master snapshots its last refresh read."""
+    record = registered(env, view)
+    assert record.config is not None and record.state is not None
+    pins = {TableName.parse(k): int(v) for k, v in record.state.master_snapshots.items()}
+    tree = sqlglot.parse_one(record.config.definition, read=DIALECT)
+    return str(sqlgen.pin_tables(tree, pins).sql(dialect=DIALECT))
+
+
+def staleness_of(env: Env, record: ViewRecord) -> tuple[str, str]:
+    """(FRESH | STALE | NEEDS_COMPILE | UNUSABLE, why) from what the logs hold now."""
+    if record.config is None or record.state is None:
+        return "UNUSABLE", "the view is not registered: it needs a complete refresh"
+    state = record.state
+    if record.found.changed_after:
+        return "UNUSABLE", (
+            "the view's table changed after its last refresh (a refresh did not finish, or "
+            "it was written outside dbt-fastrefresh): it needs a complete refresh"
+        )
+    masters = load_masters(env, record.config.definition)
+    if schema_hash(masters) != record.config.master_schema_hash:
+        return "NEEDS_COMPILE", "a master table's columns changed since the last refresh"
+    pending = []
+    for m in masters:
+        if m.log is None:
+            if m.meta.current_snapshot != state.master_snapshots.get(str(m.name)):
+                pending.append(f"{m.name} changed (no log: the next refresh is complete)")
+            continue
+        position = state.positions.get(str(m.log.log_table))
+        problem = usability_problem(m.log, record.meta.name, position, state.last_refresh_time)
+        if problem is not None:
+            return "UNUSABLE", str(problem)
+        assert position is not None
+        if m.log.state.last_sequence > position.last_sequence:
+            rows = m.log.state.last_sequence - position.last_sequence
+            pending.append(f"{rows} log row(s) on {m.log.log_table}")
+    if pending:
+        return "STALE", "; ".join(pending)
+    return "FRESH", "up to date with its masters"
+
+
+def staleness(env: Env, view: TableName) -> tuple[str, str]:
+    """``staleness_of`` after capturing the view's masters (what ``is_fresh`` tests)."""
+    record = load_view(env, view)
+    if record is None or record.config is None:
+        return "UNUSABLE", "the view is not registered: it needs a complete refresh"
+    for name in record.config.masters:
+        if load_log(env, name) is not None:
+            capture(env, name)
+    return staleness_of(env, record)
+
+
+def explain(env: Env, target: str) -> str:
+    """EXPLAIN_MVIEW: what refreshes fast, what does not and why, and the delta SQL."""
+    view: TableName | None = None
+    sql = target
+    if "select" not in target.lower():
+        view = TableName.parse(target)
+        record = registered(env, view)
+        assert record.config is not None
+        sql = record.config.definition
+    lines = [f"explain_mview {view or 'query'}:"]
+    masters = load_masters(env, sql)
+    known = {m.name for m in masters}
+    for name in tables_of(sql):
+        if name not in known:
+            lines.append(f"  master {name}: does not exist or is not an Iceberg table")
+    for m in masters:
+        if m.log is None:
+            lines.append(f"  master {m.name}: NO materialized view log (fast refresh impossible)")
+            continue
+        c = m.log.config
+        kind = "key-less" if c.keyless else f"keyed by {', '.join(c.key_columns)}"
+        lines.append(
+            f"  master {m.name}: log {c.log_table} ({kind}; {c.flavour.value.lower()} flavour; "
+            f"logs {', '.join(c.columns) or 'the key only'}; {c.purge.value} purge)"
+        )
+    plan = plan_of(env, sql, masters)
+    lines.append(f"  shape: {plan.describe()}")
+    capable = plan.supported and all(m.log is not None for m in masters)
+    lines.append(f"  REFRESH_FAST: {'yes' if capable else 'no'}")
+    if plan.supported:
+        lines.append(f"  hidden columns: {', '.join(n for n, _ in plan.hidden) or 'none'}")
+        lines.append(f"  columns read: {', '.join(plan.columns_read)}")
+        lines += [f"  note: {note}" for note in sqlgen.notes(plan)]
+        for m in masters if not plan.inputs else []:
+            if m.log is not None and not set(plan.columns_read) <= set(m.log.config.columns):
+                missing = sorted(set(plan.columns_read) - set(m.log.config.columns))
+                lines.append(
+                    f"  note: {m.log.log_table} lacks {', '.join(missing)}: refreshes read "
+                    "those from the master by time travel"
+                )
+    current = load_view(env, view) if capable and view is not None else None
+    if current is not None and view is not None:
+        types = {c.name: c.type for c in current.meta.columns}
+        sources: dict[TableName, sqlgen.Source] = {
+            m.name: sqlgen.LogSource(
+                m.log.log_table,
+                "<the next refresh's range>",
+                () if m.log.config.keyless else m.log.config.key_columns,
+                m.log.config.master_columns,
+                m.log.config.columns,
+            )
+            for m in masters
+            if m.log is not None
+        }
+        pins: dict[TableName, int | None] = {m.name: None for m in masters}
+        avg_types = current.config.avg_types if current.config else {}
+        statement = sqlgen.delta_statement(
+            plan, view, types, sources, pins, pins, avg_types, overwrite=overwrites(current)
+        )
+        lines.append("  delta statement of the next fast refresh:")
+        lines.append("    " + statement)
+    return "\n".join(lines)
+
+
+def refresh_mviews(env: Env, names: list[str], method: str) -> list[RefreshResult]:
+    """DBMS_MVIEW.REFRESH(list, method): refresh registered views from their definitions."""
+    if method not in METHODS:
+        raise FastRefreshError(
+            f"refresh_mviews: method must be one of {', '.join(METHODS)} (or Oracle's '?', "
+            f"'f', 'c'), got {method!r}. Fix: method='force' (fast when possible, else "
+            "complete)."
+        )
+    results = []
+    for name in names:
+        view = TableName.parse(name)
+        record = registered(env, view)
+        assert record.config is not None
+        spec = TableSpec(record.config.table_options, record.config.table_properties)
+        results.append(
+            refresh_view(
+                env,
+                view=view,
+                sql=record.config.definition,
+                method=method,
+                exists=True,
+                table=spec,
+            )
+        )
+    return results

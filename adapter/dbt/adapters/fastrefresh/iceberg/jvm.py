@@ -1,0 +1,507 @@
+"""``Tables`` through Iceberg's Java API, when Spark runs in this process (py4j).
+
+What it buys, measured on the embedded stack (``make bench-micro``): a table's current
+snapshot, properties and schema in a few milliseconds instead of a Spark statement each;
+the protocol's state carried by the snapshot summary of the data commit it describes
+(Iceberg's ``CommitMetadata``, a thread-local the Spark writers read), so recording it
+costs no commit of its own and cannot be torn from its data; capture reading exactly the
+data files a commit touched, staged as Spark scans (``ScanTaskSetManager``, as Iceberg's
+rewrite procedures do), where SQL can only filter on the files' column bounds.
+
+Every call sets this thread's active Spark session first: in a thread without one (dbt
+runs models in threads), Spark's catalog manager falls back to a default configuration
+and does not see the Iceberg session catalog. py4j pins each Python thread to one JVM
+thread, so the commit summary set here reaches the statements this thread runs next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.iceberg.changes import equality_delete_error
+from dbt.adapters.fastrefresh.iceberg.sql import SqlTables
+from dbt.adapters.fastrefresh.iceberg.tables import (
+    SUMMARY_STATS,
+    CaptureReads,
+    RowSource,
+    SnapshotInfo,
+    TableMeta,
+)
+from dbt.adapters.fastrefresh.runtime.executor import Executor
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
+
+# Parquet splits: a large data file is read by several tasks (both cores), not one.
+SPLIT_SIZE = 32 * 1024 * 1024
+_FILE_PATH_FIELD = 2147483546  # Iceberg's reserved field id of a position delete's file_path
+_SPARK_TYPES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
+# A table's columns by (table uuid, schema id): a schema id never changes its columns, so
+# this memo is never stale and needs no reset.
+_SCHEMAS: dict[tuple[str, int], tuple[mt.Column, ...]] = {}
+
+
+def catalog_type(spark_type: Any) -> str:
+    """A Spark type from ``StructType.json()`` as ``DESCRIBE`` spells it (lower case).
+
+    >>> catalog_type({"type": "array", "elementType": "long", "containsNull": True})
+    'array<bigint>'
+    >>> catalog_type("decimal(12,2)")
+    'decimal(12,2)'
+    """
+    if isinstance(spark_type, str):
+        return _SPARK_TYPES.get(spark_type, spark_type)
+    kind = spark_type["type"]
+    if kind == "array":
+        return f"array<{catalog_type(spark_type['elementType'])}>"
+    if kind == "map":
+        key, value = catalog_type(spark_type["keyType"]), catalog_type(spark_type["valueType"])
+        return f"map<{key},{value}>"
+    if kind == "struct":
+        fields = ",".join(
+            f"{f['name'].lower()}:{catalog_type(f['type'])}" for f in spark_type["fields"]
+        )
+        return f"struct<{fields}>"
+    return str(kind)
+
+
+class _Handles:
+    """The JVM classes and objects this module calls, looked up once per SparkSession (a
+    lookup through py4j's ``jvm.org.apache...`` costs a round trip per package level)."""
+
+    def __init__(self, spark: Any) -> None:
+        jvm = spark._jvm
+        self.gateway = spark.sparkContext._gateway
+        self.session_class = jvm.org.apache.spark.sql.SparkSession
+        self.identifier = jvm.org.apache.spark.sql.connector.catalog.Identifier
+        self.string = jvm.java.lang.String
+        self.long = jvm.java.lang.Long
+        self.hash_map = jvm.java.util.HashMap
+        self.array_list = jvm.java.util.ArrayList
+        self.utf8 = jvm.java.nio.charset.StandardCharsets.UTF_8
+        self.snapshot_parser = jvm.org.apache.iceberg.SnapshotParser
+        self.json = jvm.org.apache.iceberg.util.JsonUtil.mapper()
+        self.schema_util = jvm.org.apache.iceberg.spark.SparkSchemaUtil
+        self.expressions = jvm.org.apache.iceberg.expressions.Expressions
+        self.conversions = jvm.org.apache.iceberg.types.Conversions
+        self.task_sets = jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        field = jvm.org.apache.iceberg.spark.CommitMetadata._java_lang_class.getDeclaredField(
+            "COMMIT_PROPERTIES"
+        )
+        field.setAccessible(True)
+        self.commit_properties = field.get(None)
+        self.catalog: Any = None
+        self.identifiers: dict[TableName, Any] = {}
+        self.active = threading.local()
+
+    @staticmethod
+    def format_version(table: Any) -> int:
+        """The Iceberg format version of a loaded table (1, 2 or 3)."""
+        return int(table.operations().current().formatVersion())
+
+
+_HANDLES: dict[int, _Handles] = {}
+_HANDLES_LOCK = threading.Lock()
+
+
+def _handles(spark: Any) -> _Handles:
+    key = id(spark._jsparkSession)
+    with _HANDLES_LOCK:
+        handles = _HANDLES.get(key)
+        if handles is None:
+            handles = _HANDLES[key] = _Handles(spark)
+        return handles
+
+
+class _JvmHistory:
+    def __init__(self, tables: JvmTables, table: Any, keys: Sequence[str]) -> None:
+        self.tables, self.table, self.keys = tables, table, keys
+        self._seen: dict[int, SnapshotInfo | None] = {}
+
+    def get(self, snapshot_id: int) -> SnapshotInfo | None:
+        if snapshot_id not in self._seen:
+            s = self.table.snapshot(snapshot_id)
+            self._seen[snapshot_id] = None if s is None else self.tables.snapshot_info(s, self.keys)
+        return self._seen[snapshot_id]
+
+
+def _iterate(iterable: Any) -> Iterator[Any]:
+    it = iterable.iterator()
+    while it.hasNext():
+        yield it.next()
+
+
+class JvmTables:
+    """``Tables`` through Iceberg's Java API (see the module docstring)."""
+
+    kind = "java"
+
+    def __init__(self, spark: Any, x: Executor, state_keys: Sequence[str] = ()) -> None:
+        self.spark = spark
+        self.x = x
+        self.state_keys = tuple(state_keys)
+        self.jvm = spark._jvm
+        self.js = spark._jsparkSession
+        self.h = _handles(spark)
+
+    # -- loading -------------------------------------------------------------------------
+
+    def _activate(self) -> None:
+        """Make this thread's Spark session the active one (once per thread)."""
+        if not getattr(self.h.active, "done", False):
+            self.h.session_class.setActiveSession(self.js)
+            self.h.active.done = True
+        if self.h.catalog is None:
+            self.h.catalog = self.js.sessionState().catalogManager().catalog("spark_catalog")
+
+    def _identifier(self, name: TableName) -> Any:
+        ident = self.h.identifiers.get(name)
+        if ident is None:
+            namespace = self.h.gateway.new_array(self.h.string, 1)
+            namespace[0] = name.schema
+            ident = self.h.identifiers[name] = self.h.identifier.of(namespace, name.table)
+        return ident
+
+    def table(self, name: TableName) -> Any:
+        """The Iceberg table object (the session catalog's cached one); errors as Spark's."""
+        self._activate()
+        loaded = self.h.catalog.loadTable(self._identifier(name))
+        return loaded.table()
+
+    def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
+        try:
+            table = self.table(name)
+        except Exception as exc:  # py4j wraps Spark's exceptions; tell the cases apart
+            text = str(exc)
+            if "NoSuchTableException" in text or "TABLE_OR_VIEW_NOT_FOUND" in text:
+                return None
+            if "Method table([]) does not exist" in text or "not an Iceberg table" in text:
+                return SqlTables(self.x).load(name, fresh=fresh)  # not Iceberg: rare
+            raise
+        if fresh:
+            table.refresh()
+        current = table.currentSnapshot()
+        properties = json.loads(self.h.json.writeValueAsString(table.properties()))
+        schema = table.schema()
+        identifiers = json.loads(self.h.json.writeValueAsString(schema.identifierFieldNames()))
+        return TableMeta(
+            name=name,
+            iceberg=True,
+            provider="iceberg",
+            columns=self._columns(table, schema),
+            current_snapshot=None if current is None else int(current.snapshotId()),
+            properties={k: v for k, v in properties.items() if k.startswith("fast_refresh.")},
+            identifier_fields=tuple(sorted(str(f).lower() for f in identifiers)),
+        )
+
+    def _columns(self, table: Any, schema: Any) -> tuple[mt.Column, ...]:
+        key = (str(table.uuid()), int(schema.schemaId()))
+        cached = _SCHEMAS.get(key)
+        if cached is None:
+            struct = self.h.schema_util.convert(schema)
+            fields = json.loads(struct.json())["fields"]
+            cached = tuple(mt.Column(f["name"].lower(), catalog_type(f["type"])) for f in fields)
+            _SCHEMAS[key] = cached
+        return cached
+
+    def snapshot_info(self, snapshot: Any, keys: Sequence[str]) -> SnapshotInfo:
+        """A snapshot in one round trip (Iceberg's own JSON of it)."""
+        d = json.loads(self.h.snapshot_parser.toJson(snapshot))
+        summary = d.get("summary", {})
+        wanted = {k: str(summary[k]) for k in (*SUMMARY_STATS, *keys) if k in summary}
+        parent = d.get("parent-snapshot-id")
+        return SnapshotInfo(
+            int(d["snapshot-id"]),
+            None if parent is None else int(parent),
+            str(summary.get("operation", "")),
+            dt.datetime.fromtimestamp(d["timestamp-ms"] / 1000, dt.timezone.utc),
+            wanted,
+        )
+
+    def history(self, name: TableName) -> _JvmHistory:
+        return _JvmHistory(self, self.table(name), self.state_keys)
+
+    # -- commits -------------------------------------------------------------------------
+
+    def set_properties(
+        self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
+    ) -> None:
+        update = self.table(name).updateProperties()
+        for key, value in values.items():
+            update = update.set(key, value)
+        for key in remove:
+            update = update.remove(key)
+        update.commit()
+
+    @contextlib.contextmanager
+    def summary(self, values: Mapping[str, str]) -> Iterator[bool]:
+        holder = self.h.commit_properties
+        properties = self.h.hash_map()
+        for key, value in values.items():
+            properties.put(key, value)
+        holder.set(properties)
+        try:
+            yield True
+        finally:
+            holder.remove()
+
+    def delete_through(
+        self, name: TableName, column: str, value: int, summary: Mapping[str, str]
+    ) -> bool:
+        expressions = self.jvm.org.apache.iceberg.expressions.Expressions
+        delete = (
+            self.table(name)
+            .newDelete()
+            .deleteFromRowFilter(
+                expressions.lessThanOrEqual(column, self.jvm.java.lang.Long(int(value)))
+            )
+        )
+        for key, v in summary.items():
+            delete = delete.set(key, v)
+        try:
+            delete.commit()
+        except Exception as exc:
+            if "some, but not all, rows match" in str(exc) or "Cannot delete file" in str(exc):
+                return False
+            raise
+        return True
+
+    # -- capture's reads -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def capture_reads(
+        self,
+        master: TableName,
+        columns: Sequence[mt.Column],
+        key_columns: Sequence[str],
+        snapshots: Sequence[SnapshotInfo],
+    ) -> Iterator[CaptureReads]:
+        staged = _Staging(self, master, columns, key_columns)
+        try:
+            yield staged.reads(snapshots)
+        finally:
+            staged.close()
+
+
+class _Staging:
+    """The temporary views capture reads one master's commits from (see ``capture_reads``)."""
+
+    def __init__(
+        self,
+        tables: JvmTables,
+        master: TableName,
+        columns: Sequence[mt.Column],
+        key_columns: Sequence[str],
+    ) -> None:
+        self.t = tables
+        self.master = master
+        self.table = tables.table(master)
+        self.io = self.table.io()
+        self.names = [c.name for c in columns]
+        self.key_columns = list(key_columns)
+        self.views: list[str] = []
+        self.sets: list[str] = []
+        self.tag = uuid.uuid4().hex[:12]
+
+    def reads(self, snapshots: Sequence[SnapshotInfo]) -> CaptureReads:
+        """The row sources of ``snapshots``' changes. Data files are grouped by the
+        snapshot they are read at and what their rows are to each commit, and each group is
+        one staged scan: a file one commit added and the next rewrote is read once."""
+        commits: list[tuple[int, SnapshotInfo]] = []
+        by_read: dict[int, dict[str, tuple[Any, dict[int, int]]]] = {}
+        sources: list[RowSource] = []
+        for info in snapshots:
+            if info.operation == "replace":
+                continue
+            snapshot = self.table.snapshot(info.snapshot_id)
+            removed = list(_iterate(snapshot.removedDataFiles(self.io)))
+            added = list(_iterate(snapshot.addedDataFiles(self.io)))
+            deletes = list(_iterate(snapshot.addedDeleteFiles(self.io)))
+            if not (removed or added or deletes):
+                continue  # an empty commit (DML that matched nothing)
+            ordinal = len(commits)
+            commits.append((ordinal, info))
+            if removed:
+                if info.parent_id is None:
+                    raise self._no_parent()
+                read = by_read.setdefault(info.parent_id, {})
+                for f in removed:
+                    read.setdefault(str(f.location()), (f, {}))[1][ordinal] = -1
+            read = by_read.setdefault(info.snapshot_id, {})
+            for f in added:
+                read.setdefault(str(f.location()), (f, {}))[1][ordinal] = 1
+            if deletes:
+                sources.append(RowSource(self._deleted_rows(info, deletes), {ordinal: -1}))
+        for snapshot_id, files in sorted(by_read.items()):
+            groups: dict[tuple[tuple[int, int], ...], list[Any]] = {}
+            for f, signs in files.values():
+                groups.setdefault(tuple(sorted(signs.items())), []).append(f)
+            for signs_key, group in sorted(groups.items()):
+                view = self._stage(snapshot_id, group)
+                sources.append(RowSource(self._select(view), dict(signs_key)))
+        return CaptureReads(tuple(commits), tuple(sources))
+
+    def _no_parent(self) -> FastRefreshError:
+        return FastRefreshError(
+            f"Capture of {self.master}: a commit removed files but has no parent snapshot. "
+            "Fix: run drop_mview_log and create_mview_log again (views then refresh "
+            "completely once)."
+        )
+
+    def _select(self, view: str, alias: str = "") -> str:
+        prefix = f"{alias}." if alias else ""
+        return f"SELECT {', '.join(prefix + ident(n) for n in self.names)} FROM {view} {alias}"
+
+    def _deleted_rows(self, info: SnapshotInfo, deletes: list[Any]) -> str:
+        """Rows of the data files the commit's delete files point into, live at the parent
+        but not at the commit (position deletes and deletion vectors alike)."""
+        targets: set[str] = set()
+        for d in deletes:
+            if str(d.content().toString()) == "EQUALITY_DELETES":
+                raise equality_delete_error(self.master, info.snapshot_id)
+            targets |= self._referenced(d, info.snapshot_id)
+        files = [f for f in self._files_at(info.snapshot_id, targets)]
+        if self.t.h.format_version(self.table) >= 3:
+            # Staged scans of a v3 table do not expose _file/_pos (its row-lineage columns
+            # take their place): read the files by time travel, filtered by name.
+            if info.parent_id is None:
+                raise self._no_parent()
+            m, names = self.master.sql, ", ".join(ident(n) for n in self.names)
+            where = "_file IN (" + ", ".join(literal(str(f.location())) for f in files) + ")"
+            before = f"(SELECT {names}, _file, _pos FROM {m} VERSION AS OF {info.parent_id} WHERE {where})"
+            after = f"(SELECT _file, _pos FROM {m} VERSION AS OF {info.snapshot_id} WHERE {where})"
+        else:
+            before = self._stage(info.parent_id, files, positions=True)
+            after = self._stage(info.snapshot_id, files, positions=True, only_positions=True)
+        return (
+            f"{self._select(before, 'b__')} LEFT ANTI JOIN {after} c__ "
+            "ON b__._file = c__._file AND b__._pos = c__._pos"
+        )
+
+    def _referenced(self, delete: Any, snapshot_id: int) -> set[str]:
+        """The data files a delete file points into."""
+        referenced = delete.referencedDataFile()
+        if referenced is not None:
+            return {str(referenced)}
+        lower, upper = delete.lowerBounds(), delete.upperBounds()
+        if lower is not None and upper is not None:
+            low, high = lower.get(_FILE_PATH_FIELD), upper.get(_FILE_PATH_FIELD)
+            if low is not None and high is not None:
+                decode = self.t.h.utf8
+                low_text = str(decode.decode(low.duplicate()).toString())
+                high_text = str(decode.decode(high.duplicate()).toString())
+                if low_text == high_text:
+                    return {low_text}
+        # A delete file over several data files without bounds: read its paths.
+        rows = self.t.spark.read.format(str(delete.format().toString()).lower()).load(
+            str(delete.location())
+        )
+        return {str(r[0]) for r in rows.select("file_path").distinct().collect()}
+
+    def _files_at(self, snapshot_id: int, paths: set[str]) -> list[Any]:
+        found = []
+        for task in _iterate(self.table.newScan().useSnapshot(snapshot_id).planFiles()):
+            if str(task.file().location()) in paths:
+                found.append(task.file())
+        return found
+
+    def _stage(
+        self,
+        snapshot_id: int | None,
+        files: Sequence[Any],
+        *,
+        positions: bool = False,
+        only_positions: bool = False,
+    ) -> str:
+        """A temporary view of ``files`` as they are at ``snapshot_id`` (deletes applied)."""
+        if snapshot_id is None:
+            raise self._no_parent()
+        wanted = {str(f.location()) for f in files}
+        scan = (
+            self.table.newScan().useSnapshot(snapshot_id).ignoreResiduals()
+            .filter(self._bounds_filter(files))
+        )  # fmt: skip
+        tasks = self.t.h.array_list()
+        for task in _iterate(scan.planFiles()):
+            if str(task.file().location()) in wanted:
+                tasks.add(task)
+        set_id = f"fr-{self.tag}-{len(self.sets)}"
+        view = f"__fr_cap_{self.tag}_{len(self.views)}"
+        if tasks.size() != len(wanted):
+            raise FastRefreshError(
+                f"Capture of {self.master}: {len(wanted) - tasks.size()} data file(s) of "
+                f"snapshot {snapshot_id} could not be found in its metadata (expired or "
+                "removed under the capture). Fix: run capture again; if it persists, drop "
+                "and recreate the log (views then refresh completely once)."
+            )
+        if not wanted:
+            self.t.spark.sql(
+                f"CREATE OR REPLACE TEMPORARY VIEW {view} AS SELECT * FROM "
+                f"{self.master.sql} WHERE FALSE"
+            )
+            self.views.append(view)
+            return view
+        self.t.h.task_sets.stageTasks(self.table, set_id, tasks)
+        self.sets.append(set_id)
+        frame = (
+            self.t.spark.read.format("iceberg").option("scan-task-set-id", set_id)
+            .option("split-size", str(SPLIT_SIZE)).load(str(self.master))
+        )  # fmt: skip
+        if only_positions:
+            frame = frame.select("_file", "_pos")
+        elif positions:
+            frame = frame.select(*self.names, "_file", "_pos")
+        else:
+            frame = frame.select(*self.names)
+        frame.createOrReplaceTempView(view)
+        self.views.append(view)
+        return view
+
+    def _bounds_filter(self, files: Sequence[Any]) -> Any:
+        """An Iceberg filter that keeps ``files`` (and prunes most others) when planning,
+        from their bounds on one column: the key if it has bounds, else the first that
+        does. Evaluated on manifests in the JVM: it costs the scan nothing."""
+        expressions = self.t.h.expressions
+        conversions = self.t.h.conversions
+        schema = self.table.schema()
+        candidates = [*self.key_columns, *self.names]
+        for name in dict.fromkeys(candidates):
+            field = schema.caseInsensitiveFindField(name)
+            if field is None or not field.type().isPrimitiveType():
+                continue
+            fid = field.fieldId()
+            ranges = []
+            for f in files:
+                lower, upper = f.lowerBounds(), f.upperBounds()
+                low = lower.get(fid) if lower is not None else None
+                high = upper.get(fid) if upper is not None else None
+                if low is None or high is None:
+                    break
+                ranges.append(
+                    getattr(expressions, "and")(
+                        expressions.greaterThanOrEqual(
+                            field.name(), conversions.fromByteBuffer(field.type(), low)
+                        ),
+                        expressions.lessThanOrEqual(
+                            field.name(), conversions.fromByteBuffer(field.type(), high)
+                        ),
+                    )
+                )
+            else:
+                combined = ranges[0] if ranges else expressions.alwaysFalse()
+                for r in ranges[1:]:
+                    combined = getattr(expressions, "or")(combined, r)
+                return combined
+        return expressions.alwaysTrue()
+
+    def close(self) -> None:
+        for set_id in self.sets:
+            self.t.h.task_sets.removeTasks(self.table, set_id)
+        for view in self.views:
+            self.t.spark.catalog.dropTempView(view)

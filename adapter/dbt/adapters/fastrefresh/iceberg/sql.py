@@ -1,0 +1,120 @@
+"""``Tables`` through Spark SQL statements only: every dbt-spark connection method.
+
+Tables are described with ``SHOW TBLPROPERTIES`` and ``DESCRIBE``, their history read from
+the ``.snapshots`` metadata table, the protocol's state set as a table property after each
+commit (``ALTER TABLE ... SET TBLPROPERTIES``), and capture's reads planned from the
+``.all_entries`` metadata table (``changes.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+
+from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.iceberg.changes import sql_commit_reads
+from dbt.adapters.fastrefresh.iceberg.tables import (
+    SUMMARY_STATS,
+    CaptureReads,
+    History,
+    SnapshotInfo,
+    TableMeta,
+)
+from dbt.adapters.fastrefresh.runtime.executor import Executor
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string
+
+
+class _SqlHistory:
+    def __init__(self, x: Executor, name: TableName, keys: Sequence[str]) -> None:
+        self.x, self.name, self.keys = x, name, keys
+        self._all: dict[int, SnapshotInfo] | None = None
+
+    def get(self, snapshot_id: int) -> SnapshotInfo | None:
+        if self._all is None:
+            self._all = _sql_snapshots(self.x, self.name, self.keys)
+        return self._all.get(snapshot_id)
+
+
+def _sql_snapshots(x: Executor, name: TableName, keys: Sequence[str]) -> dict[int, SnapshotInfo]:
+    wanted = [*SUMMARY_STATS, *keys]
+    picks = ", ".join(f"summary[{string(k)}]" for k in wanted)
+    rows = x.query(
+        f"SELECT snapshot_id, parent_id, operation, committed_at, {picks} "
+        f"FROM {name.metadata('snapshots')}"
+    )
+    out = {}
+    for row in rows:
+        summary = {k: str(v) for k, v in zip(wanted, row[4:], strict=True) if v is not None}
+        out[int(row[0])] = SnapshotInfo(
+            int(row[0]), None if row[1] is None else int(row[1]), str(row[2]), row[3], summary
+        )
+    return out
+
+
+class SqlTables:
+    """``Tables`` through Spark SQL statements only (every connection method)."""
+
+    kind = "sql"
+
+    def __init__(self, x: Executor, state_keys: Sequence[str] = ()) -> None:
+        self.x = x
+        self.state_keys = tuple(state_keys)
+
+    def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
+        if not mt.table_exists(self.x, name):
+            return None
+        columns, info = mt.describe(self.x, name)
+        provider = info.get("Provider", "").lower()
+        iceberg = (
+            provider == "iceberg"
+            or "table_type=iceberg" in info.get("Table Properties", "").lower()
+        )
+        if not iceberg:
+            return TableMeta(name, False, provider, tuple(columns), None, {})
+        if fresh:
+            # Another writer may have committed since this session cached the table.
+            self.x.execute(f"REFRESH TABLE {name.sql}")
+        properties = {str(k): str(v) for k, v in self.x.query(f"SHOW TBLPROPERTIES {name.sql}")}
+        current = properties.get("current-snapshot-id", "")
+        identifiers = properties.get("identifier-fields", "")
+        return TableMeta(
+            name, True, "iceberg", tuple(columns),
+            int(current) if current.lstrip("-").isdigit() else None,
+            {k: v for k, v in properties.items() if k.startswith("fast_refresh.")},
+            tuple(p.strip().lower() for p in identifiers.strip("[]").split(",") if p.strip()),
+        )  # fmt: skip
+
+    def history(self, name: TableName) -> History:
+        return _SqlHistory(self.x, name, self.state_keys)
+
+    def set_properties(
+        self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
+    ) -> None:
+        if values:
+            listed = ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())
+            self.x.execute(f"ALTER TABLE {name.sql} SET TBLPROPERTIES ({listed})")
+        if remove:
+            listed = ", ".join(literal(k) for k in remove)
+            self.x.execute(f"ALTER TABLE {name.sql} UNSET TBLPROPERTIES IF EXISTS ({listed})")
+
+    @contextlib.contextmanager
+    def summary(self, values: Mapping[str, str]) -> Iterator[bool]:
+        yield False
+
+    @contextlib.contextmanager
+    def capture_reads(
+        self,
+        master: TableName,
+        columns: Sequence[mt.Column],
+        key_columns: Sequence[str],
+        snapshots: Sequence[SnapshotInfo],
+    ) -> Iterator[CaptureReads]:
+        yield sql_commit_reads(self.x, master, columns, key_columns, snapshots)
+
+    def delete_through(
+        self, name: TableName, column: str, value: int, summary: Mapping[str, str]
+    ) -> bool:
+        # Spark deletes whole files by metadata when the condition covers them; otherwise
+        # it rewrites them, which is still exact: the SQL path has no cheaper way to know.
+        self.x.execute(f"DELETE FROM {name.sql} WHERE {ident(column)} <= {int(value)}")
+        return True

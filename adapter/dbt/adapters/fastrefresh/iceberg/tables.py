@@ -1,0 +1,253 @@
+"""What dbt-fastrefresh reads from and writes to Iceberg tables besides their rows.
+
+Two ways to the same facts, behind one protocol (``Tables``):
+
+- ``SqlTables`` (``sql.py``): Spark SQL only (``SHOW TBLPROPERTIES``, ``DESCRIBE``, the ``.snapshots``
+  and ``.all_entries`` metadata tables, ``ALTER TABLE ... SET TBLPROPERTIES``). Works over
+  every dbt-spark connection method: session, thrift, http, odbc.
+- ``JvmTables`` (``iceberg/jvm.py``): Iceberg's Java API through py4j, when Spark runs in this
+  process. A table load and its current snapshot cost milliseconds instead of a Spark
+  statement each; a commit can carry the protocol's state in its snapshot summary; capture
+  reads exactly the data files a commit touched.
+
+Both store the same state in the same places (``protocol/state.py``), and the tests run the
+protocol through both against each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+# Snapshot summary entries a reader needs besides the protocol's own keys.
+SUMMARY_STATS = ("total-data-files", "added-records", "total-records", "total-delete-files")
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """One snapshot of a table: its place in the history and the summary entries asked for."""
+
+    snapshot_id: int
+    parent_id: int | None
+    operation: str
+    committed_at: dt.datetime | None
+    summary: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def data_files(self) -> int | None:
+        value = self.summary.get("total-data-files", "")
+        return int(value) if value.isdigit() else None
+
+
+@dataclass(frozen=True)
+class TableMeta:
+    """A table as a refresh needs it, read in one go."""
+
+    name: TableName
+    iceberg: bool
+    provider: str
+    columns: tuple[mt.Column, ...]
+    current_snapshot: int | None
+    properties: Mapping[str, str]  # dbt-fastrefresh's own properties (fast_refresh.*)
+    identifier_fields: tuple[str, ...] = ()
+
+
+class History(Protocol):
+    """A table's snapshots by id (None: not in its metadata, e.g. expired)."""
+
+    def get(self, snapshot_id: int) -> SnapshotInfo | None: ...
+
+
+@dataclass(frozen=True)
+class Found:
+    """The newest protocol state on a table's history.
+
+    ``text``: the state's JSON (None: none found); ``anchor``: the snapshot it describes;
+    ``after``: the commits after the anchor that carry no state, newest first — writes
+    that died before their state was recorded (SQL path), or other writers' commits.
+    """
+
+    text: str | None
+    anchor: int | None
+    in_summary: bool
+    after: tuple[SnapshotInfo, ...] = ()
+
+    @property
+    def changed_after(self) -> bool:
+        """Whether a commit after the state changed rows (compaction, ``replace``, does not)."""
+        return any(s.operation != "replace" for s in self.after)
+
+
+def latest_state(meta: TableMeta, key: str, history: History) -> Found:
+    """The newest state stored under ``key`` (pure over ``history``).
+
+    A state in a table property names the snapshot it describes; one in a snapshot summary
+    is at that snapshot. Walking back from the current snapshot, the first snapshot that
+    carries the state in its summary, or that the property names, gives it; a property
+    naming the snapshot a summary state is at wins, being written after that commit.
+
+    >>> m = TableMeta(TableName("s", "t"), True, "iceberg", (), 2, {"k": '{"snapshot": 1}'})
+    >>> h = {2: SnapshotInfo(2, 1, "append", None), 1: SnapshotInfo(1, None, "append", None)}
+    >>> f = latest_state(m, "k", h)
+    >>> (f.anchor, f.in_summary, [s.snapshot_id for s in f.after])
+    (1, False, [2])
+    """
+    prop = meta.properties.get(key)
+    prop_anchor = json.loads(prop).get("snapshot") if prop else None
+    if prop is not None and prop_anchor == meta.current_snapshot:
+        return Found(prop, prop_anchor, False)
+    after: list[SnapshotInfo] = []
+    cursor = meta.current_snapshot
+    while cursor is not None:
+        if prop is not None and cursor == prop_anchor:
+            return Found(prop, cursor, False, tuple(after))
+        snapshot = history.get(cursor)
+        if snapshot is None:  # expired before a state was found
+            break
+        if key in snapshot.summary:
+            return Found(snapshot.summary[key], cursor, True, tuple(after))
+        after.append(snapshot)
+        cursor = snapshot.parent_id
+    if prop is not None and prop_anchor is None:
+        # Written while the table had no snapshot (a log is created empty).
+        return Found(prop, None, False, tuple(after))
+    return Found(None, None, False, tuple(after))
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The master snapshots to capture (oldest first), or why the history is gone."""
+
+    snapshots: tuple[SnapshotInfo, ...]
+    gap: str | None = None
+
+
+def chain_after(history: History, current: int | None, captured_through: int | None) -> Chain:
+    """The ancestors of ``current`` committed after ``captured_through``, oldest first.
+
+    ``captured_through`` None means the log was created on a table without any commit, so
+    every ancestor counts. A ``captured_through`` that is not an ancestor of ``current``
+    (rolled back, table dropped and recreated, snapshots expired) is a gap.
+
+    >>> h = {1: SnapshotInfo(1, None, "append", None), 2: SnapshotInfo(2, 1, "overwrite", None)}
+    >>> [x.snapshot_id for x in chain_after(h, 2, 1).snapshots]
+    [2]
+    >>> chain_after(h, 2, 7).gap is not None
+    True
+    """
+    if current is None:
+        if captured_through is None:
+            return Chain(())
+        return Chain((), f"the table has no current snapshot, but snapshot {captured_through} "
+                         "was captured before (the table was dropped and recreated)")  # fmt: skip
+    found: list[SnapshotInfo] = []
+    cursor: int | None = current
+    while cursor is not None and cursor != captured_through:
+        snapshot = history.get(cursor)
+        if snapshot is None:
+            return Chain((), f"snapshot {cursor} is no longer in the table's metadata "
+                             "(its snapshots were expired)")  # fmt: skip
+        found.append(snapshot)
+        cursor = snapshot.parent_id
+    if cursor != captured_through:
+        return Chain(
+            (),
+            f"snapshot {captured_through}, up to which changes were captured, is not an "
+            "ancestor of the current snapshot (the table was dropped and recreated, rolled "
+            "back, or its snapshots were expired)",
+        )
+    return Chain(tuple(reversed(found)))
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """A SELECT of master rows (the master's columns, in table order), and what each of its
+    rows is to each commit of a capture: ``signs[ordinal]`` is -1 (the commit removed the
+    row) or +1 (it added it). A data file one commit added and the next rewrote is read
+    once, for both."""
+
+    sql: str
+    signs: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class CaptureReads:
+    """What capture reads for a run of master commits: the commits with changes, in order,
+    with the ordinal each is known by, and the row sources."""
+
+    commits: tuple[tuple[int, SnapshotInfo], ...]
+    sources: tuple[RowSource, ...]
+
+    @property
+    def removes(self) -> bool:
+        """Whether any commit removed rows (else every row is an insert: nothing to net)."""
+        return any(sign < 0 for s in self.sources for sign in s.signs.values())
+
+
+class Tables(Protocol):
+    """Metadata reads and commits of Iceberg tables (see the module docstring)."""
+
+    kind: str  # "sql" or "java": which path, for messages and tests
+
+    def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
+        """The table (None if it does not exist). ``fresh``: see other writers' commits."""
+        ...
+
+    def history(self, name: TableName) -> History: ...
+
+    def set_properties(
+        self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
+    ) -> None:
+        """One metadata-only commit setting ``values`` and removing ``remove``."""
+        ...
+
+    def summary(self, values: Mapping[str, str]) -> contextlib.AbstractContextManager[bool]:
+        """Attach ``values`` to the snapshot summary of the commits this thread makes inside
+        the block; yields whether it can (False: the caller records them otherwise)."""
+        ...
+
+    def capture_reads(
+        self,
+        master: TableName,
+        columns: Sequence[mt.Column],
+        key_columns: Sequence[str],
+        snapshots: Sequence[SnapshotInfo],
+    ) -> contextlib.AbstractContextManager[CaptureReads]:
+        """How to read what each commit touched (valid inside the block)."""
+        ...
+
+    def delete_through(
+        self, name: TableName, column: str, value: int, summary: Mapping[str, str]
+    ) -> bool:
+        """Delete every row with ``column <= value`` by dropping whole data files, in one
+        metadata-only commit carrying ``summary``; False when some file holds rows on both
+        sides (nothing was changed: the caller deletes by rows)."""
+        ...
+
+
+# -- the SQL path --------------------------------------------------------------------------
+
+
+def require_iceberg(meta: TableMeta | None, name: TableName, role: str = "master") -> TableMeta:
+    """``meta``, or a clear error when the table is missing or not an Iceberg table."""
+    if meta is None:
+        raise FastRefreshError(
+            f"The {role} table {name} does not exist. Fix: create it (as an Iceberg table) "
+            "or correct the name."
+        )
+    if not meta.iceberg:
+        raise FastRefreshError(
+            f"The {role} table {name} is a '{meta.provider or 'non-Iceberg'}' table; "
+            "dbt-fastrefresh reads changes from Iceberg snapshots. Fix: convert it to Iceberg "
+            f"(e.g. CREATE TABLE ... USING iceberg AS SELECT * FROM {name}) and use that as "
+            "the master."
+        )
+    return meta

@@ -1,0 +1,210 @@
+"""Capture: the stand-in for Oracle's log trigger. Master commits become log rows.
+
+Every master snapshot after the log's ``captured_through`` (oldest first) is read for what
+it touched and turned into log rows by one INSERT (``mlog.capture_sql``), appended with
+``sequence__`` numbers after the log's ``last_sequence``. Compaction (``replace``) commits
+change no data and are skipped.
+
+Idempotence and crash safety: the log's new state (``captured_through``, the sequence)
+goes with the append itself, in its snapshot summary (Java path), so a capture that dies
+leaves both or neither. On the SQL path the state follows as a table property; a capture
+that died between the two left rows past the recorded ``last_sequence``, which the next
+capture deletes before capturing the same commits again. Either way no change is ever
+duplicated or lost.
+
+If the history is gone (snapshots expired, table dropped and recreated, rolled back), the
+log starts a new epoch: views that reflected an earlier one need a complete refresh
+(Oracle's ORA-12034) — never a silent gap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+from dataclasses import dataclass
+
+from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.iceberg.tables import (
+    SnapshotInfo,
+    TableMeta,
+    chain_after,
+    require_iceberg,
+)
+from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement
+from dbt.adapters.fastrefresh.mlog.ddl import (
+    LoadedLog,
+    load_log_for_write,
+    log_lock,
+    master_columns,
+    record_state,
+)
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import LOG_STATE
+from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.runtime.process import CaptureRecord
+from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for
+
+# Commits one append captures at most (a long run goes in several).
+COMMITS_PER_APPEND = 20
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    master: TableName
+    log_table: TableName
+    from_snapshot: int | None
+    to_snapshot: int | None
+    snapshots: int
+    log_rows: int
+    seconds: float
+    gap: str | None = None
+
+    def message(self) -> str:
+        if self.gap:
+            return (
+                f"capture {self.master}: history lost ({self.gap}); the log is now younger "
+                "than the views registered on it, which need a complete refresh"
+            )
+        if not self.snapshots:
+            return f"capture {self.master}: no new commits"
+        return (
+            f"capture {self.master}: {self.snapshots} commit(s) up to snapshot "
+            f"{self.to_snapshot} -> {self.log_rows} log row(s) in {self.log_table} "
+            f"({self.seconds:.2f}s)"
+        )
+
+
+def capture(env: Env, master: TableName) -> CaptureResult:
+    """Capture every new commit of ``master`` into its log, unmarked (``4000-01-01``)."""
+    meta = require_iceberg(env.tables.load(master, fresh=True), master)
+    with env.runtime.holding([log_lock(log_table_for(master))]):
+        return capture_locked(env, load_log_for_write(env, master), meta)[0]
+
+
+def capture_locked(
+    env: Env, log: LoadedLog, master: TableMeta, *, stamp: dt.datetime | None = None
+) -> tuple[CaptureResult, LoadedLog]:
+    """Capture with the log's lock held, its state just read and its leftovers removed.
+
+    ``stamp`` (timestamp flavour, inside a refresh's setup, every earlier row marked):
+    append the rows stamped with that refresh time instead of unmarked, which saves the
+    marking UPDATE. Returns the result and the log as this capture left it.
+    """
+    started = time.monotonic()
+    state = log.state
+    current = master.current_snapshot
+    name = log.master
+    unchanged = CaptureResult(name, log.log_table, current, current, 0, 0, 0.0)
+    if current == state.captured_through:
+        return unchanged, log
+    now = env.clock()
+    chain = chain_after(env.tables.history(name), current, state.captured_through)
+    if chain.gap:
+        gone = state.replace(
+            epoch=state.epoch + 1, captured_through=current, captured_at=now,
+            younger_than=now, younger_reason=f"history lost: {chain.gap}",
+        )  # fmt: skip
+        log = record_state(env, log, gone)
+        result = CaptureResult(
+            name, log.log_table, state.captured_through, current, 0, 0,
+            time.monotonic() - started, chain.gap,
+        )  # fmt: skip
+        return result, log
+    columns = master_columns(log.config, master)
+    relevant = [s for s in chain.snapshots if s.operation != "replace"]
+    if log.config.commit_scn or state.marked_sequence < state.last_sequence:
+        stamp = None
+    first_sequence = state.last_sequence
+    # Long runs of commits go in batches, each its own append with its own state: a crash
+    # between two leaves the first recorded, and no statement grows without bound.
+    batches = [
+        relevant[i : i + COMMITS_PER_APPEND] for i in range(0, len(relevant), COMMITS_PER_APPEND)
+    ]
+    for number, batch in enumerate(batches or [[]], start=1):
+        through = current if number == len(batches) or not batches else batch[-1].snapshot_id
+        log = _append(env, log, master, columns, batch, through, now, stamp)
+    rows = log.state.last_sequence - first_sequence
+    seconds = time.monotonic() - started
+    if rows:
+        env.runtime.journal(env.registry).captures.append(
+            CaptureRecord(
+                log_table=str(log.log_table),
+                master=str(name),
+                captured_at=now,
+                from_snapshot=state.captured_through,
+                to_snapshot=current,
+                snapshots=len(chain.snapshots),
+                first_sequence=first_sequence + 1,
+                last_sequence=first_sequence + rows,
+                log_rows=rows,
+                oldest_commit=_naive(chain.snapshots[0].committed_at),
+                newest_commit=_naive(chain.snapshots[-1].committed_at),
+                seconds=seconds,
+            )
+        )
+    result = CaptureResult(
+        name, log.log_table, state.captured_through, current, len(chain.snapshots), rows,
+        seconds,
+    )  # fmt: skip
+    return result, log
+
+
+def _append(
+    env: Env,
+    log: LoadedLog,
+    master: TableMeta,
+    columns: list[mt.Column],
+    batch: list[SnapshotInfo],
+    through: int | None,
+    now: dt.datetime,
+    stamp: dt.datetime | None,
+) -> LoadedLog:
+    """Append the log rows of ``batch`` with the state that says the master is captured
+    ``through`` that snapshot; returns the log as the append left it."""
+    state = log.state
+    moved = state.replace(captured_through=through, captured_at=now)
+    with env.tables.capture_reads(master.name, columns, log.config.key_columns, batch) as reads:
+        if not reads.commits:
+            # Only compactions or DML that matched nothing: no row to log, but the
+            # position moves (the snapshots passed may be expired later).
+            return record_state(env, log, moved)
+        statement = capture_statement(log.config, columns, reads, state.last_sequence, stamp)
+        pending = moved.replace(
+            sequence_base=state.last_sequence,
+            marked_sequence=-1 if stamp is not None else state.marked_sequence,
+            youngest=max(state.youngest, stamp) if stamp is not None else state.youngest,
+        )
+        before = log.meta.current_snapshot
+        with env.tables.summary({LOG_STATE: pending.to_json()}) as attached:
+            env.sql.execute(statement)
+    env.upkeep_commit(log.log_table)
+    faults.point("capture.after_log_append")
+    after = env.tables.load(log.log_table, fresh=False)
+    assert after is not None
+    rows = _appended_rows(env, log, after.current_snapshot, before)
+    final = pending.replace(
+        sequence_base=None,
+        last_sequence=state.last_sequence + rows,
+        marked_sequence=state.last_sequence + rows if stamp is not None else state.marked_sequence,
+    )
+    if attached and after.current_snapshot != before:
+        env.runtime.journal(env.registry).logs.add(str(log.master))
+        return dataclasses.replace(log, state=final, meta=after)
+    # The SQL path, or an append that committed nothing.
+    return record_state(env, dataclasses.replace(log, meta=after), final)
+
+
+def _appended_rows(env: Env, log: LoadedLog, after: int | None, before: int | None) -> int:
+    """How many rows the capture's append wrote (dense sequences: the new last_sequence)."""
+    if after is None or after == before:
+        return 0
+    snapshot = env.tables.history(log.log_table).get(after)
+    value = snapshot.summary.get("added-records") if snapshot else None
+    return int(value or 0)
+
+
+def _naive(value: dt.datetime | None) -> dt.datetime | None:
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(dt.timezone.utc).replace(tzinfo=None)

@@ -1,0 +1,309 @@
+"""The master side of a refresh: setup (capture, choose the time, mark) and purge.
+
+Oracle's DBMS_SNAPSHOT.SET_UP / VERIFY_LOG and the purge of WRAP_UP, per log. A refresh
+calls ``setup`` for each master's log, reads its range, applies it, and records where it
+got to in the view's own state (``protocol/state.py``); then ``purge`` deletes the log rows every
+registered view has consumed.
+
+- **Setup**, under the log's lock: choose the refresh time ``now``, strictly after the
+  log's youngest time and every time this process chose for it; **mark** rows still at
+  ``4000-01-01`` (captured outside a refresh) with ``now`` (only the first refresher
+  stamps a row); **capture** the master's new commits, appending them already stamped
+  with ``now``, since this refresh is their first refresher. Each of these writes records
+  the log's state with it (its new ``youngest``, ``marked_sequence``, sequence).
+- **Range**: the view's changes are the rows ``position < sequence__ <= through``, where
+  ``position`` is where the view's last refresh got to on this log and ``through`` the
+  log's last sequence after setup. Stamps grow with sequences, so this is exactly
+  Oracle's ``last_refresh < snaptime__ <= now``. Every place a view reaches ends a
+  capture, so the range is whole captures, read by ``capture__`` (the log's partition).
+- **Purge**: rows up to the least position of the views registered on the log go: whole
+  partitions, so a purge is a metadata-only commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from dbt.adapters.fastrefresh.iceberg.tables import TableMeta, latest_state
+from dbt.adapters.fastrefresh.mlog.capture import CaptureResult, capture_locked
+from dbt.adapters.fastrefresh.mlog.capture_sql import UNMARKED_SQL
+from dbt.adapters.fastrefresh.mlog.ddl import (
+    LoadedLog,
+    commit_with_state,
+    load_log,
+    load_log_for_write,
+    log_lock,
+    record_state,
+)
+from dbt.adapters.fastrefresh.protocol.decisions import Reason, ReasonCode
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import (
+    LOG_STATE,
+    VIEW_CONFIG,
+    VIEW_STATE,
+    Claim,
+    LogState,
+    Position,
+    PurgeMode,
+    ViewState,
+)
+from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, timestamp
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What one view's refresh may read from one log: the rows
+    ``after_sequence < sequence__ <= through_sequence``."""
+
+    log: LoadedLog
+    mview: TableName
+    now: dt.datetime
+    master_snapshot: int | None
+    position: Position | None
+    capture: CaptureResult
+    problem: Reason | None  # why this log cannot serve a fast refresh of the view
+
+    @property
+    def state(self) -> LogState:
+        return self.log.state
+
+    @property
+    def after_sequence(self) -> int:
+        return self.position.last_sequence if self.position else 0
+
+    @property
+    def through_sequence(self) -> int:
+        return self.log.state.last_sequence
+
+    @property
+    def pending(self) -> bool:
+        return self.through_sequence > self.after_sequence
+
+    @property
+    def epoch(self) -> str:
+        return self.log.state.epoch_id(self.log.config)
+
+    def range_predicate(self) -> str:
+        """The SQL predicate of the view's rows in this log: whole captures (partitions),
+        since every place a view reaches ends a capture."""
+        return f"capture__ > {self.after_sequence} AND capture__ <= {self.through_sequence}"
+
+    def new_position(self) -> Position:
+        return Position(self.epoch, self.through_sequence, self.now)
+
+
+def usability_problem(
+    log: LoadedLog,
+    mview: TableName,
+    position: Position | None,
+    last_refresh: dt.datetime | None = None,
+) -> Reason | None:
+    """Why ``log`` cannot give the view all changes since its last refresh (pure).
+    ``last_refresh``: the view's last refresh, when it has one (a log created after it,
+    the view never on it, is younger than the view: Oracle's ORA-12034 too)."""
+    state = log.state
+    if position is None and last_refresh is not None and last_refresh < state.younger_than:
+        return Reason(
+            ReasonCode.LOG_YOUNGER,
+            f"the materialized view log {log.log_table} is younger than the view's last "
+            f"refresh (created after it; Oracle: ORA-12034)",
+        )
+    if position is not None and position.epoch != state.epoch_id(log.config):
+        why = state.younger_reason or "log recreated"
+        return Reason(
+            ReasonCode.LOG_YOUNGER,
+            f"the materialized view log {log.log_table} is younger than the view's last "
+            f"refresh ({why}; Oracle: ORA-12034)",
+        )
+    if str(mview) not in state.users or position is None:
+        return Reason(
+            ReasonCode.NOT_REGISTERED_ON_LOG,
+            f"the view is not registered on the materialized view log {log.log_table}",
+        )
+    if position.last_sequence < state.purged_sequence:
+        return Reason(
+            ReasonCode.PURGED,
+            f"rows the view still needed were purged from {log.log_table} (purge_log)",
+        )
+    return None
+
+
+def setup(
+    env: Env,
+    master: TableMeta,
+    mview: TableName,
+    position: Position | None,
+    last_refresh: dt.datetime | None = None,
+) -> Setup:
+    """Choose the refresh time, mark and capture, under the log's lock."""
+    name = master.name
+    with env.runtime.holding([log_lock(log_table_for(name))]):
+        log = load_log_for_write(env, name)
+        state = log.state
+        now = env.runtime.choose_time(str(log.log_table), env.clock(), state.youngest)
+        if not log.config.commit_scn and state.last_sequence > state.marked_sequence:
+            # Rows captured outside a refresh: only the first refresher stamps them, and
+            # rows already stamped keep their time.
+            marked = state.replace(
+                marked_sequence=state.last_sequence, youngest=max(state.youngest, now)
+            )
+            commit_with_state(
+                env, log,
+                f"UPDATE {log.log_table.sql} SET snaptime__ = {timestamp(now)} "
+                f"WHERE capture__ > {state.marked_sequence} AND capture__ <= "
+                f"{state.last_sequence} AND snaptime__ = {UNMARKED_SQL}",
+                marked, fault="setup.after_mark",
+            )  # fmt: skip
+            log = dataclasses.replace(log, state=marked)
+        captured, log = capture_locked(env, log, master, stamp=now)
+    problem = usability_problem(log, mview, position, last_refresh)
+    return Setup(log, mview, now, log.state.captured_through, position, captured, problem)
+
+
+def register(env: Env, setups: Sequence[Setup]) -> None:
+    """Register the view on each log it is not registered on yet (a complete refresh just
+    built it at ``through``). One property commit per such log; none for the others."""
+    for done in setups:
+        if str(done.mview) in done.state.users:
+            continue
+        with env.runtime.holding([log_lock(done.log.log_table)]):
+            log = load_log(env, done.log.master)
+            if log is None or str(done.mview) in log.state.users:
+                continue
+            claim = Claim(done.now, done.through_sequence, done.now)
+            users = {**log.state.users, str(done.mview): claim}
+            record_state(env, log, log.state.replace(users=users))
+
+
+# -- purge -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PurgePlan:
+    """One log's purge: the rows up to ``through`` go; ``state`` is the log's state after."""
+
+    through: int
+    rows: int
+    state: LogState
+    doomed: tuple[str, ...]
+
+
+def view_positions(env: Env, log: LoadedLog) -> dict[str, Position | None]:
+    """Where each registered view is on ``log``, read from the view's own state (None: the
+    view cannot be read: it was dropped or unregistered)."""
+    return {
+        view: read_position(env, TableName.parse(view), log.log_table) for view in log.state.users
+    }
+
+
+def read_view_state(env: Env, view: TableName) -> ViewState | None:
+    meta = env.tables.load(view, fresh=env.shared_catalog)
+    if meta is None or VIEW_CONFIG not in meta.properties:
+        return None
+    found = latest_state(meta, VIEW_STATE, env.tables.history(view))
+    return ViewState.from_json(found.text) if found.text else None
+
+
+def read_position(env: Env, view: TableName, log_table: TableName) -> Position | None:
+    state = read_view_state(env, view)
+    return state.positions.get(str(log_table)) if state else None
+
+
+def plan_purge(
+    log: LoadedLog,
+    positions: Mapping[str, Position | None],
+    now: dt.datetime,
+    keep: Sequence[str] | None = None,
+) -> PurgePlan | None:
+    """What a purge keeping the rows the views in ``keep`` (default: every registered
+    view) still need deletes (pure); None when nothing can go.
+
+    A view's place is its own position, or, when that cannot be read, its claim's (the
+    place it registered at: an orphan holds the log there, as in Oracle). Views not in
+    ``keep`` lose the rows they still needed: they are ``doomed`` to a complete refresh.
+    """
+    state = log.state
+    epoch = state.epoch_id(log.config)
+    kept = list(state.users if keep is None else keep)
+    places: dict[str, Position] = {}
+    for view, claim in state.users.items():
+        position = positions.get(view)
+        if position is None:  # an orphan holds the log where it registered, as in Oracle
+            position = Position(epoch, claim.position, claim.since)
+        if position.epoch == epoch and position.last_sequence >= state.purged_sequence:
+            places[view] = position
+        # else: the view needs a complete refresh anyway (another epoch, or purged past)
+    kept = [v for v in kept if v in places]
+    # With no registered view needing a row, every row goes.
+    through = min(places[v].last_sequence for v in kept) if kept else state.last_sequence
+    if through <= state.purged_sequence:
+        return None
+    oldest = min((places[v].last_refresh for v in kept), default=None) or state.oldest
+    after = state.replace(
+        purged_sequence=through, last_purge_time=now,
+        last_purge_rows=through - state.purged_sequence,
+        purged_through=max(t for t in (state.purged_through, oldest) if t is not None),
+        oldest=oldest,
+    )  # fmt: skip
+    doomed = tuple(sorted(v for v, p in places.items() if p.last_sequence < through))
+    return PurgePlan(through, through - state.purged_sequence, after, doomed)
+
+
+def execute_purge(env: Env, log: LoadedLog, plan: PurgePlan) -> None:
+    """Delete the rows of ``plan`` and record the log's state with them (caller holds the
+    log's lock): whole files in one metadata-only commit where they line up, else by rows."""
+    summary = {LOG_STATE: plan.state.to_json()}
+    dropped = env.tables.delete_through(log.log_table, "capture__", plan.through, summary)
+    if dropped and env.tables.kind == "java":
+        faults.point("purge.after_delete")
+        env.upkeep_commit(log.log_table)
+        env.runtime.journal(env.registry).logs.add(str(log.master))
+        return
+    if not dropped:
+        commit_with_state(
+            env, log, f"DELETE FROM {log.log_table.sql} WHERE capture__ <= {plan.through}",
+            plan.state, fault="purge.after_delete",
+        )  # fmt: skip
+        return
+    env.upkeep_commit(log.log_table)
+    faults.point("purge.after_delete")
+    record_state(env, log, plan.state)
+
+
+def purge(
+    env: Env, master: TableName, *, now: dt.datetime | None = None, record_empty: bool = False
+) -> PurgePlan | None:
+    """Purge what every registered view of ``master``'s log has consumed (the wrap-up's
+    purge); returns what was purged.
+
+    ``now``: the purge's time (the refresh's, after a refresh). ``record_empty``: record
+    the purge's time even when nothing goes (Oracle's LAST_PURGE_DATE moves on every
+    synchronous wrap-up, seed 003); it costs a commit, so only synchronous purges do.
+    """
+    with env.runtime.holding([log_lock(log_table_for(master))]):
+        log = load_log(env, master)
+        if log is None:
+            return None
+        when = now or env.clock()
+        plan = plan_purge(log, view_positions(env, log), when)
+        if plan is not None:
+            execute_purge(env, log, plan)
+        elif record_empty:
+            record_state(env, log, log.state.replace(last_purge_time=when, last_purge_rows=0))
+        return plan
+
+
+def purge_after_refresh(env: Env, setups: Sequence[Setup]) -> None:
+    """The wrap-up's purge of each log the refresh read, by each log's purge mode: now
+    (``synchronous``), or at the end of the dbt invocation (``deferred``: ``publish``
+    purges each log once, however many views refreshed from it)."""
+    for done in setups:
+        log = done.log
+        if log.config.purge is PurgeMode.SYNCHRONOUS:
+            purge(env, log.master, now=done.now, record_empty=True)
+        else:
+            env.runtime.journal(env.registry).to_purge.add(str(log.master))

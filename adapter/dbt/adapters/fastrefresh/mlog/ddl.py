@@ -1,0 +1,356 @@
+"""Materialized-view logs: create, drop, and read and record a log's state.
+
+The log of ``db.t`` is the Iceberg table ``db.mlog__t`` (Oracle's ``MLOG$_T``): the master's
+key columns, the logged columns, and ``snaptime__`` (timestamp flavour only),
+``dmltype__``, ``old_new__``, ``change_vector__``, ``sequence__``, ``xid__`` and
+``capture__``, the first sequence of the capture that wrote the row, by which the log is
+partitioned. Its configuration is a property of the table, set by its ``CREATE TABLE``;
+its state travels with its commits (``protocol/state.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.fastrefresh import sqltext
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state, require_iceberg
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import (
+    LOG_CONFIG,
+    LOG_STATE,
+    Flavour,
+    LogConfig,
+    LogState,
+    PurgeMode,
+    new_log_state,
+)
+from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, log_table_for
+
+# Tables committed to by every refresh (the logs, the registry): keep their metadata small.
+METADATA_CLEANUP = {
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "10",
+}
+# Logs take a commit per capture, mark and purge. Their rows are written and purged by
+# sequence ranges, so a capture's rows go to as few files as its tasks write, without
+# a shuffle first.
+LOG_TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.distribution-mode": "none",
+    "write.update.distribution-mode": "none",
+    "write.delete.distribution-mode": "none",
+    **METADATA_CLEANUP,
+}
+META_COLUMNS = (
+    "snaptime__", "dmltype__", "old_new__", "change_vector__", "sequence__", "xid__", "capture__",
+)  # fmt: skip
+
+
+def log_lock(log_table: TableName) -> str:
+    return f"log:{log_table}"
+
+
+@dataclass(frozen=True)
+class LoadedLog:
+    """A log as read now: its configuration, its newest state, and where that came from."""
+
+    config: LogConfig
+    state: LogState
+    meta: TableMeta
+    found: Found
+
+    @property
+    def log_table(self) -> TableName:
+        return self.config.log_table
+
+    @property
+    def master(self) -> TableName:
+        return self.config.master
+
+    @property
+    def leftovers(self) -> bool:
+        """Whether commits after the recorded state changed rows: writes of a capture,
+        mark or purge that died before recording their state (the SQL path records it
+        in a second step)."""
+        return self.found.changed_after
+
+
+def load_log(env: Env, master: TableName) -> LoadedLog | None:
+    """The log of ``master`` (None: it has none)."""
+    log_table = log_table_for(master)
+    meta = env.tables.load(log_table, fresh=env.shared_catalog)
+    if meta is None:
+        return None
+    text = meta.properties.get(LOG_CONFIG)
+    if text is None:
+        return None
+    config = LogConfig.from_json(text)
+    history = env.tables.history(log_table)
+    found = latest_state(meta, LOG_STATE, history)
+    if found.text is None:
+        raise FastRefreshError(
+            f"The state of the materialized view log {log_table} is gone: neither its "
+            f"properties nor its retained snapshots hold '{LOG_STATE}' (its snapshots were "
+            "expired, or the table was changed by hand). Fix: drop_mview_log and "
+            f"create_mview_log('{master}') again; views on it then refresh completely once."
+        )
+    state = LogState.from_json(found.text)
+    if found.in_summary and state.sequence_base is not None:
+        # Written before its append committed: the append's rows end the sequence.
+        anchor = history.get(found.anchor) if found.anchor is not None else None
+        added = int((anchor.summary.get("added-records") if anchor else None) or 0)
+        last = state.sequence_base + added
+        marked = last if state.marked_sequence < 0 else state.marked_sequence
+        state = state.replace(last_sequence=last, marked_sequence=marked, sequence_base=None)
+    return LoadedLog(config, state, meta, found)
+
+
+def record_state(env: Env, log: LoadedLog, state: LogState) -> LoadedLog:
+    """Record ``state`` as a property commit (no data commit carries it)."""
+    current = env.tables.load(log.log_table, fresh=False)
+    anchor = current.current_snapshot if current else None
+    stored = state.replace(snapshot=anchor, sequence_base=None)
+    env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})
+    env.runtime.journal(env.registry).logs.add(str(log.master))
+    return dataclasses.replace(log, state=state)
+
+
+def commit_with_state(
+    env: Env, log: LoadedLog, statement: str, state: LogState, *, fault: str
+) -> None:
+    """Run ``statement`` (a write to the log) so that ``state`` is recorded with it: in the
+    commit's snapshot summary where the path can, else as a property right after (the
+    fault point ``fault`` sits right after the statement, for the crash tests)."""
+    with env.tables.summary({LOG_STATE: state.to_json()}) as attached:
+        env.sql.execute(statement)
+    faults.point(fault)
+    env.runtime.journal(env.registry).logs.add(str(log.master))
+    env.upkeep_commit(log.log_table)
+    if attached:
+        return
+    current = env.tables.load(log.log_table, fresh=False)
+    stored = state.replace(snapshot=current.current_snapshot if current else None)
+    env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})
+
+
+def master_columns(config: LogConfig, master: TableMeta) -> list[mt.Column]:
+    """The master columns recorded at log creation, checked against the master today."""
+    current = {c.name: c for c in master.columns}
+    missing = [c for c in config.master_columns if c not in current]
+    if missing:
+        raise FastRefreshError(
+            f"Column(s) {', '.join(missing)} of {config.master} were dropped or renamed since "
+            f"its log {config.log_table} was created; the log cannot record changes without "
+            f"them. Fix: run drop_mview_log('{config.master}') and create_mview_log("
+            f"'{config.master}') again (views on it then refresh completely once)."
+        )
+    return [current[c] for c in config.master_columns]
+
+
+def no_log_error(master: TableName) -> FastRefreshError:
+    return FastRefreshError(
+        f"The master table {master} has no materialized view log (Oracle: ORA-23413). Fix: "
+        f"dbt run-operation fast_refresh.create_mview_log --args \"{{master: '{master}'}}\""
+    )
+
+
+# -- create and drop --------------------------------------------------------------------
+
+
+def _resolve_key(meta: TableMeta, master: TableName, key: Sequence[str] | None) -> list[str]:
+    names = [c.name for c in meta.columns]
+    if key is None:
+        return [n for n in names if n in meta.identifier_fields]  # table order
+    wanted = [str(k).lower() for k in key]
+    unknown = [k for k in wanted if k not in names]
+    if unknown:
+        raise FastRefreshError(
+            f"Key column(s) {', '.join(unknown)} are not columns of {master} "
+            f"({', '.join(names)}). Fix: pass key=[...] with existing column names."
+        )
+    return wanted
+
+
+def _logged(
+    master: TableName, names: list[str], key: list[str], columns: Sequence[str] | None
+) -> list[str]:
+    if columns is None or not key:
+        # Key-less logs hold full row images: the row is its own identity.
+        return [n for n in names if n not in key]
+    logged = [str(c).lower() for c in columns]
+    unknown = [c for c in logged if c not in names]
+    if unknown:
+        raise FastRefreshError(
+            f"Column(s) {', '.join(unknown)} are not columns of {master} "
+            f"({', '.join(names)}). Fix: list existing columns, or omit columns= to log them all."
+        )
+    return [n for n in names if n in logged and n not in key]
+
+
+def create_mview_log(
+    env: Env,
+    master_name: object,
+    *,
+    columns: Sequence[str] | None = None,
+    commit_scn: bool = False,
+    key: Sequence[str] | None = None,
+    purge: str = PurgeMode.DEFERRED.value,
+) -> str:
+    """Create the log of a master (Oracle: CREATE MATERIALIZED VIEW LOG).
+
+    Args:
+        master_name: ``schema.table``, a ref() or a source().
+        columns: the logged columns (default all; ``[]``: the key only).
+        commit_scn: the commit-SCN flavour (no ``snaptime__`` marking).
+        key: key columns when the master has no Iceberg identifier fields; ``[]`` for a
+            key-less log.
+        purge: when consumed rows go: ``deferred`` (default: once per dbt invocation, at
+            its end) or ``synchronous`` (in each refresh's wrap-up, as Oracle does).
+    """
+    master = TableName.parse(master_name)
+    try:
+        mode = PurgeMode(str(purge).lower())
+    except ValueError:
+        raise FastRefreshError(
+            f"create_mview_log purge must be 'deferred' or 'synchronous', got {purge!r}. "
+            "Fix: purge='deferred' (consumed rows go once per dbt invocation, at its end) or "
+            "'synchronous' (in each refresh's wrap-up, before it returns)."
+        ) from None
+    meta = require_iceberg(env.tables.load(master, fresh=True), master)
+    maps = [c.name for c in meta.columns if not c.comparable]
+    if maps:
+        raise FastRefreshError(
+            f"{master} has MAP column(s) {', '.join(maps)}, which Spark cannot compare, so "
+            "changes to its rows cannot be told apart. Fix: store them as a struct/array or a "
+            "JSON string, or keep them in another table."
+        )
+    log_table = log_table_for(master)
+    with env.runtime.holding([log_lock(log_table)]):
+        existing = env.tables.load(log_table, fresh=True)
+        if existing is not None:
+            if LOG_CONFIG in existing.properties:
+                raise FastRefreshError(
+                    f"{master} already has a materialized view log, {log_table}. Fix: use "
+                    f"it, or drop it first with fast_refresh.drop_mview_log('{master}')."
+                )
+            raise FastRefreshError(
+                f"A table {log_table} exists but is not a materialized view log (the name is "
+                f"taken). Fix: rename or drop that table, or run fast_refresh.drop_mview_log("
+                f"'{master}') if it is a log an earlier release left behind."
+            )
+        names = [c.name for c in meta.columns]
+        key_columns = _resolve_key(meta, master, key)
+        logged = _logged(master, names, key_columns, columns)
+        created = env.clock()
+        config = LogConfig(
+            master=master, log_table=log_table,
+            flavour=Flavour.COMMIT_SCN if commit_scn else Flavour.TIMESTAMP,
+            key_columns=tuple(key_columns), logged_columns=tuple(logged),
+            master_columns=tuple(names), keyless=not key_columns, created=created,
+            incarnation=uuid.uuid4().hex, purge=mode,
+        )  # fmt: skip
+        state = new_log_state(created, meta.current_snapshot)
+        types = {c.name: c.type for c in meta.columns}
+        body = [f"{ident(n)} {types[n]}" for n in key_columns + logged]
+        body += [] if commit_scn else ["snaptime__ TIMESTAMP_NTZ"]
+        body += [
+            "dmltype__ STRING", "old_new__ STRING", "change_vector__ BINARY",
+            "sequence__ BIGINT", "xid__ BIGINT", "capture__ BIGINT",
+        ]  # fmt: skip
+        properties: dict[str, str] = {
+            **LOG_TABLE_PROPERTIES,
+            "fast_refresh.master": str(master),
+            LOG_CONFIG: config.to_json(),
+            LOG_STATE: state.to_json(),
+        }
+        # Configuration and first state in the CREATE itself: a log exists whole or not.
+        # Partitioned by capture: a view's range and a purge select whole partitions, so
+        # Iceberg applies them alone (Spark filters no row again, and a statement's code
+        # does not change with the range: Spark reuses it compiled), and a purge drops files.
+        env.sql.execute(
+            f"CREATE TABLE {log_table.sql} (\n  " + ",\n  ".join(body) + "\n) USING iceberg "
+            f"PARTITIONED BY (capture__) TBLPROPERTIES ({sqltext.properties(properties)})"
+        )
+        env.runtime.chosen.pop(str(log_table), None)
+        env.runtime.journal(env.registry).logs.add(str(master))
+    kind = (
+        "key-less (full row images)" if not key_columns else f"keyed by ({', '.join(key_columns)})"
+    )
+    flavour = "commit-SCN" if commit_scn else "timestamp"
+    return (
+        f"created materialized view log {log_table} on {master}: {kind}, logging "
+        f"{len(logged)} column(s), {flavour} flavour, {mode.value} purge, capturing from "
+        f"snapshot {meta.current_snapshot}"
+    )
+
+
+def drop_mview_log(env: Env, master_name: object) -> str:
+    """Drop a log (Oracle: DROP MATERIALIZED VIEW LOG); its views then need a complete
+    refresh (they find their log gone, or a new one they are not registered on)."""
+    master = TableName.parse(master_name)
+    log_table = log_table_for(master)
+    with env.runtime.holding([log_lock(log_table)]):
+        meta = env.tables.load(log_table, fresh=True)
+        if meta is None:
+            raise no_log_error(master)
+        users: Mapping[str, Any] = {}
+        if LOG_CONFIG not in meta.properties:
+            if "fast_refresh.master" not in meta.properties:
+                raise FastRefreshError(
+                    f"{log_table} is not a materialized view log (no dbt-fastrefresh "
+                    f"properties), so it is left alone. Fix: check the master name; drop "
+                    "that table yourself if it is not needed."
+                )
+        else:
+            log = load_log(env, master)
+            users = log.state.users if log else {}
+        env.sql.execute(f"DROP TABLE IF EXISTS {log_table.sql}")
+        env.runtime.chosen.pop(str(log_table), None)
+        journal = env.runtime.journal(env.registry)
+        journal.dropped_logs.add(str(log_table))
+        journal.released.update((str(log_table), view) for view in users)
+        journal.views.update(users)
+    views = sorted(users)
+    note = f"; views that used it need a complete refresh: {', '.join(views)}" if views else ""
+    return f"dropped materialized view log {log_table} on {master}{note}"
+
+
+def load_log_for_write(env: Env, master: TableName) -> LoadedLog:
+    """The log of ``master`` as a writer needs it: present (else the ORA-23413 error), and
+    without rows a write that died left past its recorded state. Caller holds the log's
+    lock."""
+    log = load_log(env, master)
+    if log is None:
+        raise no_log_error(master)
+    return delete_leftovers(env, log) if log.leftovers else log
+
+
+def delete_leftovers(env: Env, log: LoadedLog) -> LoadedLog:
+    """Remove rows written past the recorded state by a write that died before recording
+    it (SQL path), keeping stamps those rows' setup left: a later refresh time must still
+    be later than every stamp on the log. Caller holds the log's lock."""
+    state = log.state
+    youngest = state.youngest
+    if not log.config.commit_scn:
+        rows = env.sql.query(
+            f"SELECT max(snaptime__) FROM {log.log_table.sql} WHERE snaptime__ < "
+            f"TIMESTAMP_NTZ'4000-01-01 00:00:00'"
+        )
+        stamped = rows[0][0] if rows else None
+        if stamped is not None and stamped > youngest:
+            youngest = stamped
+    env.sql.execute(
+        f"DELETE FROM {log.log_table.sql} WHERE capture__ > {literal(state.last_sequence)}"
+    )
+    env.upkeep_commit(log.log_table)
+    record_state(env, log, state.replace(youngest=youngest))
+    reloaded = load_log(env, log.master)
+    assert reloaded is not None
+    return reloaded

@@ -1,0 +1,116 @@
+"""Upkeep of dbt-fastrefresh's own tables: their old snapshots are expired as they go.
+
+The logs take commits from capture, marking and purges, and the registry one per publish.
+Iceberg keeps every snapshot until it is expired: left alone, each commit adds about a
+kilobyte to the table's metadata file, which the next commit reads and writes whole, plus
+a manifest list and the files a purge replaced, which stay on disk.
+
+So each of those tables counts the commits this process makes to it, and every ``EVERY``
+commits expires its snapshots older than ``MIN_AGE``, always keeping the last
+``KEEP_LAST`` — and so the newest snapshot, whose summary holds a log's state. Nothing of
+dbt-fastrefresh reads its own tables at an old snapshot, with one exception: a refresh's
+delta statement reads its logs for as long as it runs, at the snapshot current when it
+started, and a purge may replace that snapshot's files meanwhile. A log is therefore not
+expired while a refresh of this process is reading it (``reading``); the expiry waits for
+the next commit after. The views (the users' tables) and the masters keep their history:
+expiring those is the owner's decision (see docs/fast-refresh.md).
+
+The expiry runs under the table's lock, which every writer of the table holds. It is
+housekeeping: when it fails, the refresh that triggered it goes on, with a warning naming
+the cause and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import Iterable, Iterator
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.fastrefresh.runtime.executor import Executor
+from dbt.adapters.fastrefresh.runtime.process import Runtime
+from dbt.adapters.fastrefresh.sqltext import TableName, string
+
+logger = AdapterLogger("fastrefresh")
+
+EVERY = 100  # commits of this process to one table between two expiries
+KEEP_LAST = 10  # snapshots every expiry keeps, however old
+MIN_AGE = dt.timedelta(hours=1)  # snapshots younger than this are kept
+
+
+def _instant(value: dt.datetime) -> str:
+    """A TIMESTAMP literal of naive UTC ``value``, whatever the session's time zone."""
+    return f"TIMESTAMP'{value:%Y-%m-%d %H:%M:%S.%f}+00:00'"
+
+
+def expire_sql(table: TableName, older_than: dt.datetime, keep_last: int) -> str:
+    """The ``expire_snapshots`` call (pure). ``older_than`` is naive UTC."""
+    return (
+        f"CALL system.expire_snapshots(table => {string(f'{table.schema}.{table.table}')}, "
+        f"older_than => {_instant(older_than)}, retain_last => {int(keep_last)})"
+    )
+
+
+def due(runtime: Runtime, table: TableName) -> bool:
+    """Count one commit to ``table``; true on every ``EVERY``-th (the counter restarts),
+    or on the first commit after that one while a refresh was reading the table."""
+    key = str(table)
+    with runtime.holding(["upkeep"]):
+        count = runtime.commits.get(key, 0) + 1
+        if count >= EVERY and not runtime.reading.get(key):
+            runtime.commits[key] = 0
+            return True
+        runtime.commits[key] = min(count, EVERY)
+        return False
+
+
+@contextlib.contextmanager
+def reading(runtime: Runtime, tables: Iterable[TableName]) -> Iterator[None]:
+    """Keep ``tables`` from being expired by this process while a statement reads them."""
+    keys = [str(t) for t in tables]
+    with runtime.holding(["upkeep"]):
+        for key in keys:
+            runtime.reading[key] = runtime.reading.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        with runtime.holding(["upkeep"]):
+            for key in keys:
+                left = runtime.reading[key] - 1
+                if left:
+                    runtime.reading[key] = left
+                else:
+                    del runtime.reading[key]
+
+
+def committed(x: Executor, runtime: Runtime, now: dt.datetime, table: TableName) -> None:
+    """Note a commit to ``table`` (caller holds its lock); expire its old snapshots when due
+    (``now``: naive UTC)."""
+    if due(runtime, table):
+        expire(x, table, now - MIN_AGE, KEEP_LAST)
+
+
+def expire(x: Executor, table: TableName, older_than: dt.datetime, keep_last: int) -> bool:
+    """Expire ``table``'s snapshots older than ``older_than`` but the last ``keep_last``.
+    Returns whether any could go; a failure is logged, not raised (caller holds the lock).
+
+    The snapshots are counted first: the procedure costs a second or more even when it
+    has nothing to expire, the count a few hundredths."""
+    try:
+        total, old = x.query(
+            f"SELECT count(*), count_if(committed_at < {_instant(older_than)}) "
+            f"FROM {table.metadata('snapshots')}"
+        )[0]
+        if not old or int(total) <= keep_last:
+            return False
+        x.execute(expire_sql(table, older_than, keep_last))
+    except Exception as exc:  # housekeeping must never fail the refresh that ran it
+        logger.warning(
+            f"dbt-fastrefresh could not expire old snapshots of {table}: {exc}. The refresh "
+            "is not affected; the table's metadata keeps growing until an expiry succeeds. "
+            f"Fix: run CALL system.expire_snapshots(table => '{table}') by hand, and check "
+            "that the warehouse is writable."
+        )
+        return False
+    return True

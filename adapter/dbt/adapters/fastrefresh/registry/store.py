@@ -1,0 +1,422 @@
+"""The registry: the protocol's state and history, published as queryable tables.
+
+The protocol keeps its facts on the tables they describe (``protocol/state.py``); refreshes read
+and write them there, and never the registry. The registry is where people and the
+package's registry models look: Oracle's dictionary views, here SQL views over one
+append-only Iceberg table, ``registry``, in the schema the profile field
+``registry_schema`` names (default ``fast_refresh``):
+
+| view | one row per | Oracle |
+|------------------|----------------------|-------------------|
+| mview_logs       | log                  | SYS.MLOG$ / USER_MVIEW_LOGS |
+| mview_log_users  | (log, view)          | SYS.SLOG$         |
+| mviews           | view                 | SNAP$ / USER_MVIEWS |
+| refresh_runs     | refresh (history)    | -                 |
+| capture_runs     | non-empty capture    | -                 |
+
+``publish`` appends, in one commit, the current state of every log and view the process
+changed and the history it made since it last published; a view shows the newest row of
+each log, (log, view) and view. dbt-fastrefresh publishes at the end of every dbt
+invocation (the package's ``on-run-end`` hook) and of every run-operation, so a run of
+any number of models costs the registry one commit, not several per model. A process
+killed before it publishes loses the history rows of that invocation, not the state:
+the next publish of those objects shows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.fastrefresh.engine.inspection import staleness_of
+from dbt.adapters.fastrefresh.engine.refresh import load_view
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
+from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
+from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import Position
+from dbt.adapters.fastrefresh.registry import migration
+from dbt.adapters.fastrefresh.registry.table import (
+    REGISTRY_VERSION,
+    TABLE,
+    VERSION_PROPERTY,
+    create_table,
+    table,
+    values_row,
+)
+from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.runtime.process import Journal
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string
+
+logger = AdapterLogger("fastrefresh")
+
+COMPACT_EVERY = 50  # publishes of this process between two compactions of the registry
+
+# The registry views' columns, in order (Spark SQL types).
+VIEWS: dict[str, list[tuple[str, str]]] = {
+    "mview_logs": [
+        ("master", "STRING"),
+        ("log_table", "STRING"),
+        ("flavour", "STRING"),  # TIMESTAMP (snaptime marking) or COMMIT_SCN
+        ("key_columns", "ARRAY<STRING>"),
+        ("logged_columns", "ARRAY<STRING>"),
+        ("master_columns", "ARRAY<STRING>"),  # all master columns at creation, in order
+        ("keyless", "BOOLEAN"),
+        ("created", "TIMESTAMP_NTZ"),
+        ("oldest", "TIMESTAMP_NTZ"),
+        ("youngest", "TIMESTAMP_NTZ"),
+        ("last_purge_time", "TIMESTAMP_NTZ"),
+        ("last_purge_rows", "BIGINT"),
+        ("captured_through", "BIGINT"),  # master snapshot id
+        ("captured_at", "TIMESTAMP_NTZ"),
+        ("last_sequence", "BIGINT"),
+        ("marked_sequence", "BIGINT"),
+        ("purged_through", "TIMESTAMP_NTZ"),
+        ("purged_sequence", "BIGINT"),
+        ("younger_than", "TIMESTAMP_NTZ"),
+        ("younger_reason", "STRING"),
+        ("purge", "STRING"),  # deferred | synchronous
+    ],
+    "mview_log_users": [
+        ("log_table", "STRING"),
+        ("master", "STRING"),
+        ("mview", "STRING"),
+        ("registered_at", "TIMESTAMP_NTZ"),
+        ("last_refresh", "TIMESTAMP_NTZ"),
+        ("last_sequence", "BIGINT"),
+        ("master_snapshot", "BIGINT"),
+    ],
+    "mviews": [
+        ("mview", "STRING"),
+        ("query_hash", "STRING"),
+        ("refresh_method", "STRING"),
+        ("masters", "ARRAY<STRING>"),
+        ("shape", "STRING"),
+        ("last_refresh_type", "STRING"),
+        ("last_refresh_time", "TIMESTAMP_NTZ"),
+        ("staleness", "STRING"),
+        ("last_fallback_reason", "STRING"),
+        ("view_snapshot", "BIGINT"),
+        ("master_snapshots", "MAP<STRING, BIGINT>"),
+        ("master_schema_hash", "STRING"),
+        ("registered_at", "TIMESTAMP_NTZ"),
+        ("definition", "STRING"),  # the view's compiled SQL (Oracle: the MV's query text)
+        ("table_options", "STRING"),  # PARTITIONED BY / TBLPROPERTIES ... of its table
+    ],
+    "refresh_runs": [
+        ("run_id", "STRING"),
+        ("mview", "STRING"),
+        ("started", "TIMESTAMP_NTZ"),
+        ("ended", "TIMESTAMP_NTZ"),
+        ("refresh_type", "STRING"),
+        ("reason", "STRING"),
+        ("log_rows_read", "BIGINT"),
+        ("rows_applied", "BIGINT"),
+        ("status", "STRING"),
+        ("error", "STRING"),
+        ("phase_seconds", "MAP<STRING, DOUBLE>"),
+    ],
+    "capture_runs": [
+        ("log_table", "STRING"),
+        ("master", "STRING"),
+        ("captured_at", "TIMESTAMP_NTZ"),
+        ("from_snapshot", "BIGINT"),
+        ("to_snapshot", "BIGINT"),
+        ("snapshots", "BIGINT"),
+        ("first_sequence", "BIGINT"),
+        ("last_sequence", "BIGINT"),
+        ("log_rows", "BIGINT"),
+        ("oldest_commit", "TIMESTAMP_NTZ"),
+        ("newest_commit", "TIMESTAMP_NTZ"),
+        ("seconds", "DOUBLE"),
+    ],
+}
+# Each view's kind in the registry table, and whether it shows the newest row per name
+# (state) or every row (history).
+KINDS = {
+    "mview_logs": ("log", True),
+    "mview_log_users": ("log_user", True),
+    "mviews": ("mview", True),
+    "refresh_runs": ("refresh_run", False),
+    "capture_runs": ("capture_run", False),
+}
+
+
+def view_sql(env: Env, view: str) -> str:
+    """The SELECT of one registry view over the registry table (pure)."""
+    kind, latest = KINDS[view]
+    columns = VIEWS[view]
+    fields = ", ".join(f"{c} {'STRING' if t == 'TIMESTAMP_NTZ' else t}" for c, t in columns)
+    picks = ", ".join(
+        f"CAST(p.{c} AS TIMESTAMP_NTZ) AS {c}" if t == "TIMESTAMP_NTZ" else f"p.{c} AS {c}"
+        for c, t in columns
+    )
+    source = table(env).sql
+    if latest:
+        rows = (
+            f"SELECT payload, deleted FROM (SELECT payload, deleted, row_number() OVER "
+            f"(PARTITION BY name ORDER BY recorded DESC, seq DESC) AS rank__ FROM {source} "
+            f"WHERE kind = {string(kind)}) WHERE rank__ = 1 AND NOT deleted"
+        )
+    else:
+        rows = f"SELECT payload FROM {source} WHERE kind = {string(kind)}"
+    return f"SELECT {picks} FROM (SELECT from_json(payload, {string(fields)}) AS p FROM ({rows}))"
+
+
+# -- creation and versioning ---------------------------------------------------------------
+
+
+def ensure(env: Env) -> None:
+    """Create the registry schema, table and views if missing; refuse a registry of a
+    newer release or a schema holding other tables of the same names."""
+    key = env.registry
+    if key in env.runtime.ensured:
+        return
+    with env.runtime.holding([f"registry:{key}"]):
+        if key in env.runtime.ensured:
+            return
+        env.sql.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(env.registry)}")
+        existing, views = _names(env)
+        if "mview_logs" in existing and "mview_logs" not in views and migration.is_v1(env):
+            migration.migrate_v1(env)
+            existing, views = _names(env)
+        taken = sorted(v for v in VIEWS if v in existing and v not in views)
+        if taken:
+            raise FastRefreshError(
+                f"{TableName(env.registry, taken[0])} is a table, where the registry keeps a "
+                "view of that name: the schema holds tables that are not dbt-fastrefresh's. "
+                "Fix: set registry_schema in the profile to a schema that holds only the "
+                "registry, or rename that table."
+            )
+        if TABLE in existing:
+            _check_version(env)
+        else:
+            create_table(env)
+        for view in VIEWS:
+            if view not in existing:
+                env.sql.execute(
+                    f"CREATE VIEW {TableName(env.registry, view).sql} AS {view_sql(env, view)}"
+                )
+        env.runtime.ensured.add(key)
+
+
+def _names(env: Env) -> tuple[set[str], set[str]]:
+    """The schema's tables and views (lower case), and its views."""
+    views = {
+        str(r[1]).lower()
+        for r in env.sql.query(f"SHOW VIEWS IN {ident(env.registry)}")
+        if not (len(r) > 2 and str(r[2]).lower() == "true")
+    }
+    return mt.table_names(env.sql, env.registry), views
+
+
+def _check_version(env: Env) -> None:
+    rows = env.sql.query(f"SHOW TBLPROPERTIES {table(env).sql} ({string(VERSION_PROPERTY)})")
+    value = str(rows[0][1]) if rows else ""
+    if not value.isdigit():
+        raise FastRefreshError(
+            f"{table(env)} exists but is not a dbt-fastrefresh registry (no "
+            f"'{VERSION_PROPERTY}' property). Fix: set registry_schema in the profile to a "
+            "schema that holds only the registry, or rename that table."
+        )
+    if int(value) > REGISTRY_VERSION:
+        raise FastRefreshError(
+            f"The registry {env.registry} was written by a newer dbt-fastrefresh (registry "
+            f"version {value}; this release knows {REGISTRY_VERSION}). Fix: upgrade "
+            "dbt-fastrefresh."
+        )
+
+
+# -- publishing ------------------------------------------------------------------------------
+
+
+def publish(env: Env) -> str:
+    """Purge the logs this process left rows to purge on (``deferred``), then write what
+    it changed since its last publish to the registry (one commit)."""
+    journal = env.runtime.journal(env.registry)
+    for master in sorted(journal.to_purge):
+        try:
+            purge(env, TableName.parse(master))
+        except Exception as exc:  # housekeeping: the rows wait for the next purge
+            logger.warning(
+                f"dbt-fastrefresh could not purge the log of {master}: {exc}. Its consumed "
+                "rows stay until the next purge; refreshes are not affected. Fix: none needed "
+                "unless it repeats; then run fast_refresh.purge_log for that master and check "
+                "that the warehouse is writable."
+            )
+    journal = env.runtime.take_journal(env.registry)
+    if journal.empty():
+        return "registry: nothing to publish"
+    try:
+        ensure(env)
+        rows = _rows(env, journal)
+        if rows:
+            faults.point("publish.before")
+            env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
+            env.upkeep_commit(table(env))
+            _compact_when_due(env)
+    except Exception:
+        env.runtime.restore_journal(env.registry, journal)
+        raise
+    return f"registry: published {len(rows)} row(s) to {table(env)}"
+
+
+def _rows(env: Env, journal: Journal) -> list[str]:
+    now = env.clock()
+    rows: list[str] = []
+    for log_table in sorted(journal.dropped_logs):
+        rows.append(values_row("log", log_table, None, now))
+    for log_table, view in sorted(journal.released):
+        rows.append(values_row("log_user", f"{log_table}|{view}", None, now))
+    for view in sorted(journal.unregistered):
+        rows.append(values_row("mview", view, None, now))
+    views = set(journal.views)
+    for master in sorted(journal.logs):
+        log = load_log(env, TableName.parse(master))
+        if log is None:
+            continue
+        described = describe_log(env, log)
+        rows.append(values_row("log", str(log.log_table), described.row, now))
+        for user in described.users:
+            rows.append(values_row("log_user", f"{user['log_table']}|{user['mview']}", user, now))
+            views.add(str(user["mview"]))
+    failures = {r.mview: r for r in journal.refreshes if r.status == "FAILED"}
+    last = {r.mview: r for r in journal.refreshes}
+    for view in sorted(views - journal.unregistered):
+        row = describe_view(env, TableName.parse(view), failures.get(view), last.get(view))
+        if row is not None:
+            rows.append(values_row("mview", view, row, now))
+    for r in journal.refreshes:
+        rows.append(values_row("refresh_run", r.run_id, {
+            "run_id": r.run_id, "mview": r.mview, "started": r.started, "ended": r.ended,
+            "refresh_type": r.refresh_type, "reason": r.reason, "log_rows_read": r.log_rows_read,
+            "rows_applied": None, "status": r.status, "error": r.error,
+            "phase_seconds": r.phases,
+        }, now))  # fmt: skip
+    for c in journal.captures:
+        payload = {name: getattr(c, name) for name, _ in VIEWS["capture_runs"]}
+        rows.append(values_row("capture_run", f"{c.log_table}@{c.last_sequence}", payload, now))
+    return rows
+
+
+class DescribedLog:
+    """A log as the registry shows it: its row and its users' rows."""
+
+    def __init__(self, row: dict[str, Any], users: list[dict[str, Any]]) -> None:
+        self.row, self.users = row, users
+
+
+def describe_log(env: Env, log: LoadedLog) -> DescribedLog:
+    """The registry's rows of a log and its registered views (Oracle's MLOG$ and SLOG$):
+    each view's place from its own state, its claim's where that cannot be read. OLDEST and
+    YOUNGEST are the least and most recent refresh of a registered view (seed 001)."""
+    config, state = log.config, log.state
+    epoch = state.epoch_id(config)
+    users = []
+    times = []
+    for view, claim in sorted(state.users.items()):
+        view_state = read_view_state(env, TableName.parse(view))
+        position: Position | None = (
+            view_state.positions.get(str(log.log_table)) if view_state else None
+        )
+        if position is None or position.epoch != epoch:
+            last_refresh, last_sequence = claim.since, claim.position
+        else:
+            last_refresh, last_sequence = position.last_refresh, position.last_sequence
+        times.append(last_refresh)
+        users.append({
+            "log_table": str(log.log_table), "master": str(config.master), "mview": view,
+            "registered_at": claim.registered_at, "last_refresh": last_refresh,
+            "last_sequence": last_sequence,
+            "master_snapshot": (view_state.master_snapshots.get(str(config.master))
+                                if view_state else None),
+        })  # fmt: skip
+    row = {
+        "master": str(config.master), "log_table": str(config.log_table),
+        "flavour": config.flavour.value, "key_columns": list(config.key_columns),
+        "logged_columns": list(config.logged_columns),
+        "master_columns": list(config.master_columns), "keyless": config.keyless,
+        "created": config.created, "oldest": min(times, default=state.oldest),
+        "youngest": max([state.youngest, *times]), "last_purge_time": state.last_purge_time,
+        "last_purge_rows": state.last_purge_rows, "captured_through": state.captured_through,
+        "captured_at": state.captured_at, "last_sequence": state.last_sequence,
+        "marked_sequence": state.marked_sequence, "purged_through": state.purged_through,
+        "purged_sequence": state.purged_sequence, "younger_than": state.younger_than,
+        "younger_reason": state.younger_reason, "purge": config.purge.value,
+    }  # fmt: skip
+    return DescribedLog(row, users)
+
+
+def describe_view(
+    env: Env, view: TableName, failure: Any = None, last: Any = None
+) -> dict[str, Any] | None:
+    """The registry's row of a view (Oracle's USER_MVIEWS), with its staleness."""
+    record = load_view(env, view)
+    if record is None or record.config is None or record.state is None:
+        return None
+    config, state = record.config, record.state
+    staleness, why = staleness_of(env, record)
+    if failure is not None and last is failure and failure.reason_code:
+        code = ReasonCode(failure.reason_code)
+        staleness = "NEEDS_COMPILE" if code in NEEDS_COMPILE else "UNUSABLE"
+        why = failure.error
+    last_time = state.last_refresh_time
+    if last is not None and last.status == "SUCCESS" and last.ended > last_time:
+        last_time = last.started
+    return {
+        "mview": str(view), "query_hash": config.query_hash,
+        "refresh_method": state.refresh_method, "masters": [str(m) for m in config.masters],
+        "shape": config.shape, "last_refresh_type": state.last_refresh_type,
+        "last_refresh_time": last_time, "staleness": staleness,
+        "last_fallback_reason": state.last_fallback_reason if staleness != "UNUSABLE" or why is None else why,
+        "view_snapshot": record.found.anchor, "master_snapshots": dict(state.master_snapshots),
+        "master_schema_hash": config.master_schema_hash, "registered_at": config.registered_at,
+        "definition": config.definition, "table_options": config.table_options,
+    }  # fmt: skip
+
+
+def _compact_when_due(env: Env) -> None:
+    """Every ``COMPACT_EVERY`` publishes, delete the state rows newer ones replaced."""
+    key = f"publish:{env.registry}"
+    count = env.runtime.commits.get(key, 0) + 1
+    env.runtime.commits[key] = count % COMPACT_EVERY
+    if count < COMPACT_EVERY:
+        return
+    source = table(env).sql
+    kinds = ", ".join(string(k) for k, latest in KINDS.values() if latest)
+    env.sql.execute(
+        f"MERGE INTO {source} t USING (SELECT kind, name, recorded, seq FROM (SELECT kind, "
+        "name, recorded, seq, row_number() OVER (PARTITION BY kind, name ORDER BY recorded "
+        f"DESC, seq DESC) AS rank__ FROM {source} WHERE kind IN ({kinds})) WHERE rank__ > 1) s "
+        "ON t.kind = s.kind AND t.name = s.name AND t.recorded = s.recorded AND t.seq = s.seq "
+        "WHEN MATCHED THEN DELETE"
+    )
+    env.upkeep_commit(table(env))
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def select(env: Env, view: str, where: str = "TRUE") -> list[dict[str, Any]]:
+    """Rows of a registry view (as published)."""
+    ensure(env)
+    columns = VIEWS[view]
+    rows = env.sql.query(
+        f"SELECT {', '.join(ident(c) for c, _ in columns)} FROM "
+        f"{TableName(env.registry, view).sql} WHERE {where}"
+    )
+    return [dict(zip([c for c, _ in columns], row, strict=True)) for row in rows]
+
+
+def logs_published(env: Env) -> list[TableName]:
+    """The masters of every log the registry knows of (``capture_changes`` of all logs)."""
+    return sorted(TableName.parse(r["master"]) for r in select(env, "mview_logs"))
+
+
+def claimed_logs(env: Env, view: TableName) -> list[TableName]:
+    """The log tables the registry shows ``view`` registered on."""
+    rows = select(env, "mview_log_users", f"mview = {literal(str(view))}")
+    return sorted(TableName.parse(r["log_table"]) for r in rows)

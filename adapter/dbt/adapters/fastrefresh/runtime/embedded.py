@@ -1,0 +1,191 @@
+"""The embedded default: in-process PySpark with a local Iceberg catalog.
+
+A profile holding nothing but ``type: fastrefresh`` and ``schema`` runs Spark inside the
+dbt process, with a Derby metastore, an Iceberg-enabled session catalog and a warehouse
+under a state folder of the dbt project. Every setting here is only a default: a key the
+user puts in ``server_side_parameters`` wins.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from dbt.adapters.fastrefresh.runtime.jars import ensure_iceberg_jars
+
+DEFAULT_STATE_DIR = ".fastrefresh"
+LOG4J_CONFIG = Path(__file__).resolve().parents[2] / "include" / "fastrefresh" / "log4j2.properties"
+MIN_JAVA, MAX_JAVA = 8, 17  # the Java releases Spark 3.5 supports
+
+
+class EmbeddedSparkError(RuntimeError):
+    """The embedded Spark cannot start; the message names the cause and the fix."""
+
+
+def resolve_state_dir(state_dir: str | None, project_dir: str | None) -> Path:
+    """The state folder: absolute as given, or relative to the dbt project folder."""
+    base = Path(project_dir or os.getcwd())
+    path = Path(state_dir or DEFAULT_STATE_DIR).expanduser()
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def embedded_defaults(state_dir: Path) -> dict[str, str]:
+    """Spark settings of the embedded default, except ``spark.jars`` (see ``with_jars``)."""
+    derby_home = str(state_dir)
+    return {
+        "spark.master": "local[*]",
+        "spark.app.name": "dbt-fastrefresh",
+        "spark.driver.memory": "4g",
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.catalog.spark_catalog": "org.apache.iceberg.spark.SparkSessionCatalog",
+        "spark.sql.catalog.spark_catalog.type": "hive",
+        # The embedded Derby metastore has no Hive lock tables; with locking on, commits
+        # retry for minutes and then fail. dbt-fastrefresh serializes its own writes.
+        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+        "spark.hadoop.hive.metastore.schema.verification": "false",
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
+        "spark.sql.warehouse.dir": str(state_dir / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={state_dir / 'metastore_db'};create=true"
+        ),
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={derby_home} "
+            f"-Dderby.stream.error.file={state_dir / 'derby.log'} "
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"
+        ),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        # Spark compiles each query's operators to Java and keeps the last 100 classes;
+        # one refresh's capture and MERGE make about 60, so with the default every refresh
+        # compiled its statements again (0.2-0.4 s each). Identical code is reused.
+        "spark.sql.codegen.cache.maxEntries": "2000",
+        "spark.sql.session.timeZone": "UTC",
+    }
+
+
+def merge_parameters(defaults: Mapping[str, str], user: Mapping[str, str]) -> dict[str, str]:
+    """Embedded defaults overlaid with the user's ``server_side_parameters`` (user wins)."""
+    merged = dict(defaults)
+    merged.update({str(k): str(v) for k, v in user.items()})
+    return merged
+
+
+def with_jars(parameters: Mapping[str, str], jars: str) -> dict[str, str]:
+    """Put the Iceberg jars on ``spark.jars``, after any jars the user listed."""
+    merged = dict(parameters)
+    existing = merged.get("spark.jars", "")
+    if jars not in existing:
+        merged["spark.jars"] = f"{existing},{jars}" if existing else jars
+    return merged
+
+
+def java_major_version(output: str) -> int | None:
+    """Parse ``java -version`` output: ``"17.0.15"`` → 17, ``"1.8.0_392"`` → 8."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', output)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def check_java() -> None:
+    """Fail clearly when no usable Java is found, before PySpark fails obscurely."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise EmbeddedSparkError(
+            "Java was not found: the embedded Spark needs a Java runtime (8, 11 or 17). "
+            "Fix: install Java 17 (for example `apt-get install openjdk-17-jre-headless`) "
+            "and put `java` on PATH or set JAVA_HOME."
+        )
+    try:
+        result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise EmbeddedSparkError(f"Cannot run {java}: {exc}. Fix: reinstall Java 17.") from exc
+    version = java_major_version(result.stderr + result.stdout)
+    if version is None or not MIN_JAVA <= version <= MAX_JAVA:
+        raise EmbeddedSparkError(
+            f"{java} is Java {version or 'of unknown version'}; Spark 3.5 runs on Java 8, 11 "
+            "or 17. Fix: install Java 17 and set JAVA_HOME to it."
+        )
+
+
+def prepare_embedded(parameters: Mapping[str, str], state_dir: Path) -> dict[str, str]:
+    """Check Java, build the jars, create the state folder; return the final settings."""
+    check_java()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    jars = ensure_iceberg_jars()
+    return with_jars(parameters, jars.spark_jars())
+
+
+def check_running_session(expected: Mapping[str, str]) -> None:
+    """Refuse a Spark session already running in this process with another catalog setup.
+
+    Static settings (catalog, warehouse, metastore) cannot change once a JVM runs: a
+    session started elsewhere without Iceberg would silently ignore ours.
+    """
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        return
+    conf = session.sparkContext.getConf()
+    for key in ("spark.sql.catalog.spark_catalog", "spark.sql.warehouse.dir"):
+        want = expected.get(key)
+        have = conf.get(key, None)
+        if want is not None and have is not None and _normalize(have) != _normalize(want):
+            raise EmbeddedSparkError(
+                f"A Spark session is already running in this process with {key}={have}, "
+                f"but the profile asks for {want}. Static Spark settings cannot change in a "
+                "running JVM. Fix: use the same state_dir for every project in one process, "
+                "or set `embedded: false` in the profile to use the running session as it is."
+            )
+        if want is not None and have is None and key == "spark.sql.catalog.spark_catalog":
+            raise EmbeddedSparkError(
+                "A Spark session without Iceberg is already running in this process. "
+                "Fix: start it with the dbt-fastrefresh embedded settings "
+                "(dbt.adapters.fastrefresh.runtime.embedded.session_builder), or set `embedded: false`."
+            )
+
+
+def _normalize(value: str) -> str:
+    return value.removeprefix("file:").rstrip("/")
+
+
+def session_parameters(state_dir: Path, user: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every setting a session profile gets: embedded defaults, the user's, dbt-spark's.
+
+    The single source for the profile (``FastrefreshCredentials``) and for code that starts
+    the session itself (tests, demo, benchmarks), so both always agree.
+    """
+    merged = merge_parameters(embedded_defaults(state_dir), user or {})
+    # dbt-spark forces this on every session profile; mirror it so both paths agree.
+    merged["spark.sql.ansi.enabled"] = "false"
+    return merged
+
+
+def start_session(state_dir: str | Path, user: Mapping[str, str] | None = None):  # type: ignore[no-untyped-def]
+    """Start (or return) this process's embedded SparkSession with the profile's settings.
+
+    A dbt invocation in the same process (``dbtRunner``) then reuses this session, which
+    saves the JVM start on every run.
+    """
+    path = resolve_state_dir(str(state_dir), None)
+    parameters = prepare_embedded(session_parameters(path, user), path)
+    check_running_session(parameters)
+    return session_builder(parameters).getOrCreate()
+
+
+def session_builder(parameters: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    """A SparkSession builder with exactly the settings dbt-spark's cursor will apply."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in parameters.items():
+        builder = builder.config(key, value)
+    return builder

@@ -1,0 +1,45 @@
+"""The SQL path's capture reads: pruning predicates from data files' bounds (pure)."""
+
+from __future__ import annotations
+
+from dbt.adapters.fastrefresh.iceberg.changes import (
+    MAX_PRUNE_FILES,
+    Bounds,
+    DataFile,
+    prune_predicate,
+)
+
+
+def bounds(lo: str | None, hi: str | None, nulls: bool = False) -> Bounds:
+    return Bounds("k", "bigint", lo, hi, nulls, lo is None and hi is None and nulls)
+
+
+def test_prune_predicate_covers_each_file_and_keeps_nulls() -> None:
+    files = [DataFile("a", (bounds("1", "9"),)), DataFile("b", (bounds("20", "30", nulls=True),))]
+    sql = prune_predicate(files)
+    assert "`k` BETWEEN CAST('1' AS bigint) AND CAST('9' AS bigint)" in sql
+    assert "(`k` IS NULL OR `k` BETWEEN CAST('20' AS bigint) AND CAST('30' AS bigint))" in sql
+    assert prune_predicate([]) == "FALSE"
+    assert prune_predicate([DataFile("c", ())]) == "TRUE", "no bounds: read everything"
+
+
+def test_prune_predicate_collapses_many_files_to_an_envelope() -> None:
+    files = [DataFile(str(i), (bounds(str(i), str(i + 5)),)) for i in range(100)]
+    envelope = "((`k` BETWEEN CAST('0' AS bigint) AND CAST('104' AS bigint)))"
+    assert prune_predicate(files) == envelope
+    assert prune_predicate(files, table_files=1_000) == envelope
+    assert prune_predicate(files[:MAX_PRUNE_FILES]).count(" OR ") == MAX_PRUNE_FILES - 1
+    assert prune_predicate(files[: MAX_PRUNE_FILES + 1]) == (
+        "((`k` BETWEEN CAST('0' AS bigint) AND CAST('13' AS bigint)))"
+    )
+
+
+def test_prune_predicate_is_dropped_when_the_files_are_half_the_table() -> None:
+    # Spark evaluates the predicate on every row it reads; pruning a table whose files
+    # are half touched could spare at most half the scan.
+    files = [DataFile(str(i), (bounds(str(10 * i), str(10 * i + 9)),)) for i in range(3)]
+    assert prune_predicate(files, table_files=6) == "TRUE"
+    assert prune_predicate(files, table_files=3) == "TRUE"
+    per_file = prune_predicate(files, table_files=7)
+    assert per_file == prune_predicate(files) and per_file.count(" OR ") == 2
+    assert prune_predicate([], table_files=1) == "FALSE"

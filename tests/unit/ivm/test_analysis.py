@@ -1,0 +1,275 @@
+"""The IVM planner's classification, on SQL alone (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.ivm.analysis import analyze, query_hash, tables_of
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+M = TableName("shop", "orders")
+C = TableName("shop", "customers")
+COLUMNS = {
+    M: [
+        Column("order_id", "bigint"),
+        Column("customer_id", "bigint"),
+        Column("amount", "decimal(12,2)"),
+        Column("status", "string"),
+    ],
+    C: [Column("customer_id", "bigint"), Column("region", "string")],
+}
+KEYED = {M: ["order_id"], C: ["customer_id"]}
+
+
+def plan(sql: str, keys: dict[TableName, list[str]] = KEYED):  # type: ignore[no-untyped-def]
+    return analyze(sql, COLUMNS, keys)
+
+
+def test_projection_with_its_key_needs_no_hidden_column() -> None:
+    p = plan("select order_id, amount from shop.orders where status = 'open'")
+    assert p.shape == "projection" and p.keyed
+    assert p.hidden == () and p.key_view_columns == ("order_id",)
+    assert p.filter == "orders.status = 'open'"
+    assert p.columns_read == ("amount", "order_id", "status")
+
+
+def test_projection_without_its_key_gets_a_hidden_key() -> None:
+    p = plan("select o.amount as a from `shop`.`orders` o")
+    assert p.hidden == (("__fr_k_order_id", "o.order_id"),)
+    assert p.view_columns == ("a", "__fr_k_order_id")
+
+
+def test_keyless_projection_counts_rows() -> None:
+    p = plan("select status from shop.orders", keys={})
+    assert not p.keyed and p.hidden == (("__fr_multiplicity", ""),)
+
+
+def test_algebraic_aggregate_components_are_shared_per_argument() -> None:
+    p = plan(
+        "select status, count(*) c, sum(amount) s, avg(amount) a, count(amount) n, "
+        "sum(amount) / count(*) r from shop.orders group by status"
+    )
+    assert p.shape == "aggregate" and p.algebraic
+    assert [n for n, _ in p.hidden] == ["__fr_count", "__fr_cnt_0", "__fr_sum_0"]
+    assert p.group_columns == ("status",)
+    assert [a.kind for a in p.aggregates] == [
+        "count_star",
+        "sum",
+        "avg",
+        "count",
+        "sum",
+        "count_star",
+    ]
+
+
+def test_group_expression_not_output_gets_a_hidden_column() -> None:
+    p = plan("select count(*) c from shop.orders group by status")
+    assert p.group_columns == ("__fr_g_0",)
+    assert ("__fr_g_0", "orders.status") in p.hidden
+
+
+def test_min_max_and_count_distinct_recompute_groups() -> None:
+    p = plan(
+        "select status, max(amount) m, count(distinct customer_id) d from shop.orders group by status"
+    )
+    assert p.shape == "aggregate" and not p.algebraic
+    assert "recompute of the affected groups" in p.describe()
+
+
+def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
+    assert plan("select distinct status from shop.orders").groups == ("orders.status",)
+    g = plan("select count(*) c from shop.orders")
+    assert g.global_aggregate and g.groups == ()
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        (
+            "select a.order_id, b.order_id b_id from shop.orders a "
+            "left join shop.orders b on a.order_id = b.order_id",
+            "LEFT OUTER join",
+        ),
+        ("select a.order_id from shop.orders a natural join shop.customers b", "NATURAL join"),
+        (
+            "select a.order_id from shop.orders a left semi join shop.customers b "
+            "on a.customer_id = b.customer_id",
+            "LEFT SEMI join",
+        ),
+        (
+            "select a.customer_id, b.customer_id from shop.orders a, shop.customers b",
+            "two output columns have the same name",
+        ),
+        (
+            "select order_id from shop.orders union all select order_id from shop.orders",
+            "set operation",
+        ),
+        (
+            "select order_id, row_number() over (order by order_id) from shop.orders",
+            "window function",
+        ),
+        ("select status, count(*) from shop.orders group by status having count(*) > 1", "HAVING"),
+        ("select order_id from shop.orders limit 5", "LIMIT"),
+        ("select order_id, rand() r from shop.orders", "rand()"),
+        ("select order_id, current_timestamp() t from shop.orders", "current_timestamp"),
+        ("with x as (select * from shop.orders) select * from x", "WITH"),
+        ("select order_id from shop.orders where customer_id in (select 1)", "subquery"),
+        ("select order_id from shop.other", "not a known master"),
+        ("select order_id as __fr_x from shop.orders", "reserved"),
+    ],
+)
+def test_unsupported_constructs_are_named(sql: str, construct: str) -> None:
+    p = plan(sql)
+    assert p.shape == "unsupported"
+    assert construct in (p.reason or "")
+
+
+def test_inner_join_keeps_every_tables_key() -> None:
+    p = plan(
+        "select o.order_id, o.amount, c.region from shop.orders o "
+        "join shop.customers c on o.customer_id = c.customer_id where c.region <> 'x'"
+    )
+    assert p.shape == "join", p.reason
+    assert [(i.alias, i.master, i.key_view_columns) for i in p.inputs] == [
+        ("o", M, ("order_id",)), ("c", C, ("__fr_j1_customer_id",)),
+    ]  # fmt: skip
+    assert p.hidden == (("__fr_j1_customer_id", "c.customer_id"),)
+    assert p.inputs[0].columns_read == ("amount", "customer_id", "order_id")
+    assert p.inputs[1].columns_read == ("customer_id", "region")
+    assert p.filter == "c.region <> 'x'"
+
+
+def test_self_join_and_using_and_comma_joins_are_inner_joins() -> None:
+    p = plan(
+        "select a.order_id, b.order_id as other from shop.orders a, shop.orders b "
+        "where a.customer_id = b.customer_id"
+    )
+    assert p.shape == "join" and [i.master for i in p.inputs] == [M, M]
+    assert p.key_view_columns == ("order_id", "other") and p.hidden == ()
+    u = plan("select customer_id, amount from shop.orders join shop.customers using (customer_id)")
+    assert u.shape == "join", u.reason
+    assert [n for n, _ in u.hidden] == ["__fr_j0_order_id", "__fr_j1_customer_id"]
+
+
+def test_aggregate_over_a_join_is_planned_like_an_aggregate_with_its_inputs() -> None:
+    p = plan(
+        "select c.region, count(*) n, sum(o.amount) s, max(o.amount) m from shop.orders o "
+        "join shop.customers c on o.customer_id = c.customer_id group by c.region"
+    )
+    assert p.shape == "aggregate" and not p.algebraic
+    assert [i.alias for i in p.inputs] == ["o", "c"] and p.groups == ("c.region",)
+    assert p.components == ("o.amount",) and p.key_view_columns == ()
+    assert [n for n, _ in p.hidden] == ["__fr_count", "__fr_cnt_0", "__fr_sum_0"]
+    assert "aggregate of a join of shop.orders o, shop.customers c" in p.describe()
+
+
+def test_join_needs_a_keyed_log_on_every_table() -> None:
+    p = plan(
+        "select o.order_id, c.region from shop.orders o join shop.customers c "
+        "on o.customer_id = c.customer_id",
+        keys={M: ["order_id"]},
+    )
+    assert p.shape == "unsupported"
+    assert "shop.customers, which has no keyed materialized view log" in (p.reason or "")
+
+
+def test_query_hash_ignores_formatting_but_not_meaning() -> None:
+    a = query_hash("select  a from t")
+    assert a == query_hash("SELECT a\nFROM t")
+    assert a != query_hash("select b from t")
+
+
+def test_group_by_position_resolves_to_the_expression() -> None:
+    p = plan("select status, count(*) c from shop.orders group by 1")
+    assert p.shape == "aggregate" and p.groups == ("orders.status",)
+
+
+def test_tables_of_skips_ctes() -> None:
+    assert tables_of("with c as (select * from s.t) select * from c join s.u on true") == [
+        TableName("s", "t"), TableName("s", "u"),
+    ]  # fmt: skip
+
+
+def _join_merge(changed: tuple[TableName, ...]) -> str:
+    """The join view's MERGE with the changes of ``changed`` (orders: a full log;
+    customers: a key-only log)."""
+    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, join_merge
+
+    p = plan(
+        "select o.order_id, o.amount, c.region from shop.orders o "
+        "join shop.customers c on o.customer_id = c.customer_id"
+    )
+    orders = LogSource(
+        TableName("shop", "mlog__orders"), "sequence__ > 5", ("order_id",),
+        ("order_id", "customer_id", "amount", "status"), ("order_id", "customer_id", "amount"),
+    )  # fmt: skip
+    customers = LogSource(
+        TableName("shop", "mlog__customers"), "sequence__ > 7", ("customer_id",),
+        ("customer_id", "region"), ("customer_id",),
+    )  # fmt: skip
+    types = {"order_id": "BIGINT", "amount": "DECIMAL(12,2)", "region": "STRING",
+             "__fr_j1_customer_id": "BIGINT"}  # fmt: skip
+    pins = {M: 11, C: 12}
+    sources = {M: orders, C: customers}
+    return join_merge(p, TableName("shop", "v"), types, {m: sources[m] for m in changed}, pins)
+
+
+def test_join_delta_reads_a_full_log_not_its_master() -> None:
+    """A table whose log holds what the view reads contributes its log images; a table with
+    a key-only log is read from the master for its changed keys (parsed, not run)."""
+    merge = _join_merge((M, C))
+    # The orders part reads the orders log's images and customers as pinned; the customers
+    # part reads orders as pinned (less the changed orders) and the changed customers' rows
+    # from the master (its log holds only the key).
+    old_rows, orders_part, customers_part = merge.split(" UNION ALL ")
+    assert "LEFT JOIN __fr_ck1 __fr_h0" in old_rows and "LEFT JOIN __fr_ck0 __fr_h1" in old_rows
+    assert "FROM __fr_img1 WHERE __fr_sign = 1) AS o" in orders_part
+    assert "shop.orders" not in orders_part
+    assert "shop.customers VERSION AS OF 12 AS c" in orders_part
+    assert "shop.orders VERSION AS OF 11 AS o" in customers_part
+    assert "LEFT SEMI JOIN __fr_ck0 AS __fr_in1" in customers_part
+    assert "LEFT ANTI JOIN __fr_ck1 AS __fr_out0" in customers_part
+    assert "__fr_img0" not in merge
+    sqlglot.parse_one(merge, read="spark")  # one well-formed statement
+
+
+def test_join_with_one_table_changed_deletes_its_changed_keys_without_reading_the_view() -> None:
+    """Only orders changed: the rows to delete are its changed keys, matched on the view's
+    order_id; the view is read only as the MERGE's target."""
+    merge = _join_merge((M,))
+    source = merge.split(" USING (", 1)[1]
+    assert "`shop`.`v`" not in source and "`shop`.`v`" in merge
+    assert "__fr_old AS (SELECT CAST(`order_id` AS BIGINT) AS `order_id`" in source
+    assert "'D' AS __fr_op FROM __fr_ck1)" in source  # __fr_ck1: the orders' changed keys
+    assert merge.split(") s ON ", 1)[1].startswith("t.`order_id` = s.`order_id` AND")
+    sqlglot.parse_one(merge, read="spark")
+
+
+def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
+    """The overwrite form keeps the view's rows but the changed keys' old rows and adds the
+    new rows that pass the filter: the MERGE's effect, without its pass to find files."""
+    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, delta_statement
+
+    p = plan("select order_id, amount from shop.orders where status = 'open'")
+    log = LogSource(
+        TableName("shop", "mlog__orders"), "sequence__ > 5", ("order_id",),
+        ("order_id", "customer_id", "amount", "status"), ("order_id", "amount", "status"),
+    )  # fmt: skip
+    types = {"order_id": "BIGINT", "amount": "DECIMAL(12,2)"}
+    view = TableName("shop", "v")
+    args = (p, view, types, {M: log}, {M: 11}, {M: 11}, {})
+    merge = delta_statement(*args)
+    overwrite = delta_statement(*args, overwrite=True)
+    assert merge.startswith("MERGE INTO `shop`.`v` t USING (")
+    assert overwrite.startswith("INSERT OVERWRITE `shop`.`v` SELECT `order_id`, `amount` FROM (")
+    kept, added = overwrite.split(" UNION ALL ")
+    assert "FROM `shop`.`v` t LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s" in kept
+    assert kept.endswith("ON t.`order_id` <=> s.`order_id`")
+    assert added == "SELECT `order_id`, `amount` FROM __fr_s WHERE __fr_op = 'I')"
+    # Both read the same images with the same filter.
+    changes = merge.split(" USING (", 1)[1].split(") s ON ", 1)[0]
+    assert changes.split("SELECT IF(", 1)[1] in overwrite
+    for statement in (merge, overwrite):
+        sqlglot.parse_one(statement, read="spark")

@@ -1,0 +1,60 @@
+"""The capture statement: numbering, stamps, pairing by key (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource, SnapshotInfo
+from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement
+from dbt.adapters.fastrefresh.protocol.state import Flavour, LogConfig
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+T0 = dt.datetime(2026, 1, 1)
+
+
+def _config(flavour: Flavour, key: tuple[str, ...]) -> LogConfig:
+    return LogConfig(
+        TableName("s", "t"), TableName("s", "mlog__t"), flavour, key, ("v",), ("k", "v"),
+        not key, T0, "abc",
+    )  # fmt: skip
+
+
+def test_capture_statement_numbers_stamps_and_pairs() -> None:
+    columns = [Column("k", "bigint"), Column("v", "int")]
+    # Commit 7 rewrote file r as a; commit 8 rewrote a as b: a is read once, for both.
+    reads = CaptureReads(
+        ((0, SnapshotInfo(7, 6, "overwrite", None)), (1, SnapshotInfo(8, 7, "overwrite", None))),
+        (
+            RowSource("SELECT k, v FROM r", {0: -1}),
+            RowSource("SELECT k, v FROM a", {0: 1, 1: -1}),
+            RowSource("SELECT k, v FROM b", {1: 1}),
+        ),
+    )
+    keyed = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 41, T0)
+    assert keyed.endswith(
+        "INSERT INTO `s`.`mlog__t`\nSELECT o.`k`, o.`v`, run__.stamp__ AS snaptime__, "
+        "o.dmltype__, o.old_new__, o.change_vector__, run__.base__ + row_number() OVER (ORDER "
+        "BY o.ord__, o.`k`, o.half__) AS sequence__, commits__.xid__, run__.base__ + 1 AS "
+        "capture__ FROM o JOIN commits__ ON o.ord__ = commits__.ord__ CROSS JOIN run__"
+    )
+    # What changes between captures is data (VALUES), not literals in the query's code.
+    assert "VALUES (0, 7L), (1, 8L) AS c__(ord__, xid__)" in keyed
+    assert "VALUES (41L, TIMESTAMP_NTZ'2026-01-01 00:00:00.000000') AS r__" in keyed
+    assert "SELECT `k`, `v`, 1 AS s0__, -1 AS s1__ FROM (SELECT k, v FROM a)" in keyed
+    assert "sum(s0__) AS n0__, sum(s1__) AS n1__ FROM src GROUP BY `k`, `v`" in keyed
+    assert "GROUP BY ord__, `k`" in keyed, "a keyed log pairs old and new images by key"
+    unmarked = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
+    assert "VALUES (0L, TIMESTAMP_NTZ'4000-01-01 00:00:00')" in unmarked
+    scn = capture_statement(_config(Flavour.COMMIT_SCN, ()), columns, reads, 0)
+    assert "snaptime__" not in scn and "explode(sequence(1, abs(n__)))" in scn
+
+
+def test_a_capture_of_appends_only_nets_nothing() -> None:
+    columns = [Column("k", "bigint"), Column("v", "int")]
+    reads = CaptureReads(
+        ((0, SnapshotInfo(7, 6, "append", None)),), (RowSource("SELECT k, v FROM a", {0: 1}),)
+    )
+    sql = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
+    assert "GROUP BY" not in sql.split("o AS", 1)[0], "inserts need no netting, nor pairing"
+    assert "SELECT 0 AS ord__, `k`, `v`, 1 AS n__ FROM (SELECT k, v FROM a)" in sql

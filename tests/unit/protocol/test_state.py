@@ -1,0 +1,95 @@
+"""The protocol's state: its JSON, and finding the newest one on a table's history."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from dbt.adapters.fastrefresh.iceberg.tables import (
+    SnapshotInfo,
+    TableMeta,
+    chain_after,
+    latest_state,
+)
+from dbt.adapters.fastrefresh.protocol.state import (
+    Claim,
+    Flavour,
+    LogConfig,
+    LogState,
+    Position,
+    PurgeMode,
+    ViewConfig,
+    ViewState,
+    new_log_state,
+)
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+T0 = dt.datetime(2026, 1, 1, 2, 3, 4, 567)
+T1 = T0 + dt.timedelta(hours=1)
+
+
+def test_states_round_trip_through_json() -> None:
+    config = LogConfig(
+        TableName("s", "t"), TableName("s", "mlog__t"), Flavour.COMMIT_SCN, ("k",), ("v",),
+        ("k", "v"), False, T0, "inc", PurgeMode.SYNCHRONOUS,
+    )  # fmt: skip
+    assert LogConfig.from_json(config.to_json()) == config
+    state = new_log_state(T0, 5).replace(
+        users={"s.v": Claim(T0, 3, T1)}, last_purge_time=T1, snapshot=9
+    )
+    assert LogState.from_json(state.to_json()) == state
+    assert state.epoch_id(config) == "inc/1"
+    view = ViewConfig("select 1", "h", "m", "projection", (TableName("s", "t"),), "", T0,
+                      {"k": "v"}, {"x": "decimal(14,6)"})  # fmt: skip
+    assert ViewConfig.from_json(view.to_json()) == view
+    vstate = ViewState("force", "FAST", T1, None, {"s.mlog__t": Position("inc/1", 4, T1)},
+                       {"s.t": 12})  # fmt: skip
+    assert ViewState.from_json(vstate.to_json()) == vstate
+
+
+def _meta(current: int | None, properties: dict[str, str]) -> TableMeta:
+    return TableMeta(TableName("s", "t"), True, "iceberg", (), current, properties)
+
+
+def _history(*snapshots: SnapshotInfo) -> dict[int, SnapshotInfo]:
+    return {s.snapshot_id: s for s in snapshots}
+
+
+def test_the_newest_state_wins_wherever_it_is_kept() -> None:
+    one = SnapshotInfo(1, None, "append", None, {"k": '{"at": 1}'})
+    two = SnapshotInfo(2, 1, "append", None, {"k": '{"at": 2}'})
+    three = SnapshotInfo(3, 2, "replace", None)
+    history = _history(one, two, three)
+    # A summary state below compaction commits: found, with what came after.
+    found = latest_state(_meta(3, {}), "k", history)
+    assert (found.text, found.anchor, found.in_summary) == ('{"at": 2}', 2, True)
+    assert [s.snapshot_id for s in found.after] == [3] and not found.changed_after
+    # A property naming the current snapshot is current (no history read at all).
+    prop = '{"snapshot": 3}'
+    assert latest_state(_meta(3, {"k": prop}), "k", {}).text == prop
+    # A property naming the snapshot a summary state is at was written after it.
+    prop = '{"snapshot": 2}'
+    assert latest_state(_meta(3, {"k": prop}), "k", history).text == prop
+    # An older property loses to a newer summary state.
+    assert latest_state(_meta(3, {"k": '{"snapshot": 1}'}), "k", history).anchor == 2
+
+
+def test_writes_past_the_state_are_reported() -> None:
+    history = _history(SnapshotInfo(1, None, "append", None), SnapshotInfo(2, 1, "overwrite", None))
+    found = latest_state(_meta(2, {"k": '{"snapshot": 1}'}), "k", history)
+    assert found.anchor == 1 and found.changed_after, "a write after the recorded state"
+    # A log created empty keeps its first state in a property that names no snapshot.
+    empty = latest_state(_meta(2, {"k": '{"snapshot": null}'}), "k", history)
+    assert empty.anchor is None and [s.snapshot_id for s in empty.after] == [2, 1]
+    # Nothing anywhere (expired, or never written).
+    assert latest_state(_meta(2, {}), "k", {}).text is None
+
+
+def test_chain_after_finds_the_new_commits_or_the_gap() -> None:
+    s = {i: SnapshotInfo(i, i - 1 if i > 1 else None, "append", T0) for i in range(1, 5)}
+    assert [x.snapshot_id for x in chain_after(s, 4, 2).snapshots] == [3, 4]
+    assert [x.snapshot_id for x in chain_after(s, 4, None).snapshots] == [1, 2, 3, 4]
+    assert chain_after(s, 4, 4).snapshots == ()
+    assert "not an ancestor" in (chain_after(s, 4, 99).gap or "")
+    del s[2]
+    assert "expired" in (chain_after(s, 4, 1).gap or "")
+    assert "dropped and recreated" in (chain_after({}, None, 3).gap or "")

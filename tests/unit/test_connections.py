@@ -1,0 +1,116 @@
+"""Profile defaults: the embedded default for session profiles, out of the way otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.fastrefresh.connections import FastrefreshCredentials
+from dbt.adapters.fastrefresh.runtime import embedded
+
+
+def creds(**fields: object) -> FastrefreshCredentials:
+    return FastrefreshCredentials.from_dict({"schema": "analytics", **fields})
+
+
+def test_schema_alone_gives_the_embedded_session(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # No dbt project dir known (functional tests leave dbt's global flags set): the cwd.
+    monkeypatch.setattr("dbt.adapters.fastrefresh.connections._project_dir", lambda: None)
+    monkeypatch.chdir(tmp_path)
+    c = creds()
+    assert c.method == "session"
+    assert c.embedded is True
+    assert c.type == "fastrefresh"
+    assert Path(c.state_dir or "") == tmp_path / ".fastrefresh"
+    params = c.server_side_parameters
+    assert (
+        params["spark.sql.catalog.spark_catalog"] == "org.apache.iceberg.spark.SparkSessionCatalog"
+    )
+    assert params["spark.sql.catalog.spark_catalog.type"] == "hive"
+    assert params["spark.hadoop.iceberg.engine.hive.lock-enabled"] == "false"
+    assert params["spark.sql.warehouse.dir"] == str(tmp_path / ".fastrefresh" / "warehouse")
+    assert (
+        f"databaseName={tmp_path / '.fastrefresh' / 'metastore_db'}"
+        in params["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    )
+    assert params["spark.sql.ansi.enabled"] == "false"
+
+
+def test_user_parameters_win_over_every_default(tmp_path: Path) -> None:
+    c = creds(
+        state_dir=str(tmp_path / "state"),
+        server_side_parameters={"spark.master": "local[1]", "spark.sql.shuffle.partitions": 7},
+    )
+    params = c.server_side_parameters
+    assert params["spark.master"] == "local[1]"
+    assert params["spark.sql.shuffle.partitions"] == "7"
+    assert params["spark.sql.warehouse.dir"] == str(tmp_path / "state" / "warehouse")
+
+
+def test_relative_state_dir_is_taken_from_the_project_dir(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(
+        "dbt.adapters.fastrefresh.connections._project_dir", lambda: str(tmp_path / "proj")
+    )
+    c = creds(state_dir="state/here")
+    assert Path(c.state_dir or "") == tmp_path / "proj" / "state" / "here"
+
+
+@pytest.mark.parametrize("method", ["thrift", "http"])
+def test_cluster_methods_get_no_embedded_settings(method: str) -> None:
+    c = creds(method=method, host="spark.example", port=10001, token="t", cluster="c")
+    assert c.embedded is False
+    assert "spark.sql.catalog.spark_catalog" not in c.server_side_parameters
+    assert "spark.master" not in c.server_side_parameters
+
+
+def test_session_with_embedded_false_keeps_only_the_users_settings() -> None:
+    c = creds(embedded=False, server_side_parameters={"spark.master": "yarn"})
+    assert c.server_side_parameters == {"spark.master": "yarn", "spark.sql.ansi.enabled": "false"}
+
+
+def test_embedded_true_on_a_cluster_method_is_refused_with_the_fix() -> None:
+    with pytest.raises(DbtRuntimeError, match="embedded: true needs method: session"):
+        creds(method="thrift", host="h", port=10001, embedded=True)
+
+
+def test_jars_go_after_the_users_own_jars() -> None:
+    merged = embedded.with_jars({"spark.jars": "/opt/mine.jar"}, "/a.jar,/b.jar")
+    assert merged["spark.jars"] == "/opt/mine.jar,/a.jar,/b.jar"
+    assert embedded.with_jars(merged, "/a.jar,/b.jar") == merged
+
+
+@pytest.mark.parametrize(
+    ("output", "major"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15', 17),
+        ('java version "1.8.0_392"', 8),
+        ('openjdk version "11.0.2" 2019-01-15', 11),
+        ('openjdk version "21" 2023-09-19', 21),
+        ("garbage", None),
+    ],
+)
+def test_java_version_parsing(output: str, major: int | None) -> None:
+    assert embedded.java_major_version(output) == major
+
+
+def test_missing_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(embedded.EmbeddedSparkError, match=r"Java was not found.*install Java 17"):
+        embedded.check_java()
+
+
+def test_unsupported_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "java"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'openjdk version \"21.0.1\"' >&2\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(embedded.EmbeddedSparkError, match=r"Java 21.*Java 8, 11 or 17"):
+        embedded.check_java()
