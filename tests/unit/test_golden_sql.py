@@ -167,10 +167,8 @@ def plan_of(name: str) -> ViewPlan:
 def delta(name: str, overwrite: bool = False) -> str:
     plan = plan_of(name)
     sources = {m: source(plan, m) for m in VIEWS[name][1]}
-    view = TableName(S, name)
-    return sqlgen.delta_statement(
-        plan, view, types_of(plan), sources, PINS, OLD_PINS, AVG_TYPES, overwrite=overwrite
-    )
+    target = sqlgen.Target(TableName(S, name), types_of(plan), AVG_TYPES, overwrite=overwrite)
+    return sqlgen.delta_statement(plan, target, sources, pins=PINS, old_pins=OLD_PINS)
 
 
 @pytest.mark.parametrize("name", sorted(VIEWS))

@@ -195,7 +195,7 @@ def test_tables_of_skips_ctes() -> None:
 def _join_merge(changed: tuple[TableName, ...]) -> str:
     """The join view's MERGE with the changes of ``changed`` (orders: a full log;
     customers: a key-only log)."""
-    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, join_merge
+    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, Target, join_merge
 
     p = plan(
         "select o.order_id, o.amount, c.region from shop.orders o "
@@ -213,7 +213,8 @@ def _join_merge(changed: tuple[TableName, ...]) -> str:
              "__fr_j1_customer_id": "BIGINT"}  # fmt: skip
     pins = {M: 11, C: 12}
     sources = {M: orders, C: customers}
-    return join_merge(p, TableName("shop", "v"), types, {m: sources[m] for m in changed}, pins)
+    target = Target(TableName("shop", "v"), types)
+    return join_merge(p, target, {m: sources[m] for m in changed}, pins=pins)
 
 
 def test_join_delta_reads_a_full_log_not_its_master() -> None:
@@ -250,7 +251,7 @@ def test_join_with_one_table_changed_deletes_its_changed_keys_without_reading_th
 def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
     """The overwrite form keeps the view's rows but the changed keys' old rows and adds the
     new rows that pass the filter: the MERGE's effect, without its pass to find files."""
-    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, delta_statement
+    from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, Target, delta_statement
 
     p = plan("select order_id, amount from shop.orders where status = 'open'")
     log = LogSource(
@@ -259,9 +260,9 @@ def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
     )  # fmt: skip
     types = {"order_id": "BIGINT", "amount": "DECIMAL(12,2)"}
     view = TableName("shop", "v")
-    args = (p, view, types, {M: log}, {M: 11}, {M: 11}, {})
-    merge = delta_statement(*args)
-    overwrite = delta_statement(*args, overwrite=True)
+    pins = {"pins": {M: 11}, "old_pins": {M: 11}}
+    merge = delta_statement(p, Target(view, types), {M: log}, **pins)
+    overwrite = delta_statement(p, Target(view, types, overwrite=True), {M: log}, **pins)
     assert merge.startswith("MERGE INTO `shop`.`v` t USING (")
     assert overwrite.startswith("INSERT OVERWRITE `shop`.`v` SELECT `order_id`, `amount` FROM (")
     kept, added = overwrite.split(" UNION ALL ")

@@ -150,9 +150,8 @@ def explain(env: Env, target: str) -> str:
         }
         pins: dict[TableName, int | None] = {m.name: None for m in masters}
         avg_types = current.config.avg_types if current.config else {}
-        statement = sqlgen.delta_statement(
-            plan, view, types, sources, pins, pins, avg_types, overwrite=overwrites(current)
-        )
+        into = sqlgen.Target(view, types, avg_types, overwrite=overwrites(current))
+        statement = sqlgen.delta_statement(plan, into, sources, pins=pins, old_pins=pins)
         lines.append("  delta statement of the next fast refresh:")
         lines.append("    " + statement)
     return "\n".join(lines)

@@ -393,10 +393,11 @@ class _Refresh:
         log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
         types = {c.name: c.type for c in record.meta.columns}
         old_pins = _old_pins(self.setups, pins, previous)
-        statement = sqlgen.delta_statement(
-            plan, self.view, types, {m: s for m, s in sources.items() if m in pending},
-            pins, old_pins, record.config.avg_types, overwrite=overwrites(record),
-        )  # fmt: skip
+        target = sqlgen.Target(
+            self.view, types, record.config.avg_types, overwrite=overwrites(record)
+        )
+        changed = {m: s for m, s in sources.items() if m in pending}
+        statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
         state = self._new_state("FAST", None, pins, record.state.last_fallback_reason)
         commit_view(self.env, self.view, statement, state, fault="apply.after_merge")
         return log_rows, False

@@ -1,0 +1,90 @@
+"""SQL of a refresh: the complete-refresh SELECT and the one-statement MERGE of a delta.
+
+Pure: from a ``ViewPlan``, the view's column types and where the changed rows come from.
+
+Changed rows become *images*: master rows with a sign, -1 for a row as it was before the
+refresh range and +1 for a row as it is after. On a keyed log, the net change per key is
+the first old image and the last new image by ``sequence__``; on a key-less log every
+row counts; when the log lacks a column the view reads, the images are read from the
+master by time travel for the changed keys (old: the snapshot the view reflected, new:
+the pinned one). Every delta is applied with one MERGE, so it is atomic.
+
+One module per concern: ``images`` (where changed rows come from), ``complete`` (the
+complete refresh's SELECT), ``projection``, ``aggregate`` and ``join`` (each shape's
+delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
+dispatcher from a view's plan to its delta statement, for refresh and explain alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
+from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, projection
+from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, MasterSource, Source, image_ctes
+from dbt.adapters.fastrefresh.ivm.sqlgen.join import join_merge
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+__all__ = [
+    "LogSource",
+    "MasterSource",
+    "Source",
+    "Target",
+    "complete_select",
+    "delta_statement",
+    "image_ctes",
+    "join_merge",
+    "notes",
+    "pin_tables",
+]
+
+
+def delta_statement(
+    plan: ViewPlan,
+    target: Target,
+    sources: Mapping[TableName, Source],
+    *,
+    pins: Mapping[TableName, int | None],
+    old_pins: Mapping[TableName, int | None],
+) -> str:
+    """The one statement that applies ``sources`` (the masters with changes) to the view.
+
+    Args:
+        plan: the view's plan (``analysis.analyze``).
+        target: the view, its column types, and whether to overwrite it whole.
+        sources: where each changed master's changes come from (its log, or the master
+            by time travel for the keys its log names).
+        pins: the master snapshots the refresh reflects (``VERSION AS OF``).
+        old_pins: the master snapshots the view reflected before (an aggregate over a
+            join joins each table's changes with the tables after it as they were).
+    """
+    if plan.shape == "join":
+        logs = {m: s for m, s in sources.items() if isinstance(s, LogSource)}
+        return join_merge(plan, target, logs, pins=pins)
+    if plan.inputs:  # an aggregate over a join: every master's changes in one statement
+        return aggregate.over_join(plan, target, sources, pins=pins, old_pins=old_pins)
+    (source,) = sources.values()
+    if plan.shape == "projection":
+        ctes = image_ctes(plan, source)
+        if plan.keyed:
+            return projection.projection_keyed(plan, target, ctes)
+        return projection.projection_counted(plan, target, ctes)
+    return aggregate.single_table(plan, target, source, pins=pins)
+
+
+def notes(plan: ViewPlan) -> list[str]:
+    """How the view's delta is computed, for ``explain_mview``."""
+    if plan.shape == "join":
+        return [
+            "a join reads the changed keys from its logs and joins their rows from the "
+            "masters at the pinned snapshots"
+        ]
+    if plan.inputs:
+        return [
+            "each table's changes (from its log, or from the master by time travel when the "
+            "log lacks a column) are joined with the tables before it as they are now and "
+            "the tables after it as they were"
+        ]
+    return []

@@ -1,0 +1,65 @@
+"""The complete refresh: the SELECT that builds the whole view on pinned masters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import q
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+def pin(table: exp.Table, snapshot: int | None) -> None:
+    if snapshot is not None:
+        table.set(
+            "version",
+            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(snapshot)),
+        )
+
+
+def read_from(tree: exp.Select, alias: str, select: str) -> None:
+    """Read the query's table ``alias`` from ``select`` (changed rows) instead."""
+    table = next(t for t in tree.find_all(exp.Table) if t.alias_or_name.lower() == alias.lower())
+    table.replace(
+        exp.Subquery(
+            this=sqlglot.parse_one(select, read=DIALECT),
+            alias=exp.TableAlias(this=exp.to_identifier(alias)),
+        )
+    )
+
+
+def pin_tables(tree: Any, pins: Mapping[TableName, int | None]) -> Any:
+    """Read every pinned master at its snapshot (``VERSION AS OF``)."""
+    for table in tree.find_all(exp.Table):
+        if table.db:
+            pin(table, pins.get(TableName(table.db.lower(), table.name.lower())))
+    return tree
+
+
+def complete_select(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> str:
+    """The SELECT that builds the whole view, hidden columns included, on pinned masters."""
+    if not plan.supported:
+        try:
+            tree = sqlglot.parse_one(plan.sql, read=DIALECT)
+        except sqlglot.errors.SqlglotError:
+            return plan.sql
+        return pin_tables(tree, pins).sql(dialect=DIALECT)
+    tree = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
+    assert isinstance(tree, exp.Select)
+    if plan.shape == "projection" and not plan.keyed:
+        names = ", ".join(q(o.name) for o in plan.outputs)
+        return (
+            f"SELECT *, count(1) OVER (PARTITION BY {names}) AS __fr_multiplicity "
+            f"FROM ({tree.sql(dialect=DIALECT)}) __fr_q"
+        )
+    if plan.shape == "aggregate" and tree.args.get("distinct") is not None:
+        tree.set("distinct", None)
+        tree = tree.group_by(*[sqlglot.parse_one(g, read=DIALECT) for g in plan.groups], copy=False)
+    extra = [f"{sql} AS {q(name)}" for name, sql in plan.hidden]
+    if extra:
+        tree = tree.select(*extra, dialect=DIALECT, copy=False)
+    return tree.sql(dialect=DIALECT)

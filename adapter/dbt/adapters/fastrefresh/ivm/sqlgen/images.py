@@ -1,0 +1,97 @@
+"""Where a delta's changed rows come from, as signed images of master rows.
+
+On a keyed log, the net change per key is the first old image and the last new image by
+``sequence__``; on a key-less log every row counts; when the log lacks a column the view
+reads, the images are read from the master by time travel for the changed keys (old: the
+snapshot the view reflected, new: the pinned one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import q
+from dbt.adapters.fastrefresh.protocol import changevector as cv
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """Images from a log range."""
+
+    log_table: TableName
+    range_predicate: str
+    key_columns: tuple[str, ...]  # empty for a key-less log
+    master_columns: tuple[str, ...]  # all master columns at log creation (vector positions)
+    logged: tuple[str, ...] = ()  # the master columns the log holds (key included)
+
+
+@dataclass(frozen=True)
+class MasterSource:
+    """Images from the master by time travel, for the keys changed in a log range."""
+
+    log: LogSource
+    master: TableName
+    old_snapshot: int
+    new_snapshot: int
+
+
+Source = LogSource | MasterSource
+
+
+def cv_skip(columns_read: Sequence[str], log: LogSource) -> str:
+    """Skip updates that changed no column the view reads (``change_vector__``)."""
+    positions = [log.master_columns.index(c) + 1 for c in columns_read if c in log.master_columns]
+    if not positions:
+        return "TRUE"
+    touches = cv.sql_touches("change_vector__", positions, len(log.master_columns))
+    return f"(dmltype__ <> 'U' OR {touches})"
+
+
+def image_ctes(
+    plan: ViewPlan, source: Source, columns: Sequence[str] | None = None, name: str = "imgs"
+) -> list[str]:
+    """CTEs ending in ``name``: the needed master columns plus ``__fr_sign``.
+
+    ``columns``: the master columns to read (default: all the view reads); ``name`` names
+    the last CTE and prefixes the others, so several masters' images can sit side by side.
+    """
+    log = source.log if isinstance(source, MasterSource) else source
+    read = plan.columns_read if columns is None else columns
+    cols = list(log.key_columns) + [c for c in read if c not in log.key_columns]
+    p = "__fr_" if name == "imgs" else f"{name}_"
+    sel = ", ".join(q(c) for c in cols)
+    where = f"({log.range_predicate}) AND {cv_skip(read, log)}"
+    if isinstance(source, MasterSource):
+        keys = ", ".join(q(k) for k in log.key_columns)
+        on = " AND ".join(f"m.{q(k)} <=> c.{q(k)}" for k in log.key_columns)
+        m = source.master.sql
+        msel = ", ".join(f"m.{q(c)}" for c in cols)
+        return [
+            f"{p}keys AS (SELECT DISTINCT {keys} FROM {log.log_table.sql} WHERE {where})",
+            f"{p}old AS (SELECT {msel}, -1 AS __fr_sign FROM {m} VERSION AS OF {source.old_snapshot} m "
+            f"LEFT SEMI JOIN {p}keys c ON {on})",
+            f"{p}new AS (SELECT {msel}, 1 AS __fr_sign FROM {m} VERSION AS OF {source.new_snapshot} m "
+            f"LEFT SEMI JOIN {p}keys c ON {on})",
+            f"{name} AS (SELECT * FROM {p}old UNION ALL SELECT * FROM {p}new)",
+        ]
+    if not log.key_columns:
+        return [
+            f"{name} AS (SELECT {sel}, IF(old_new__ = 'N', 1, -1) AS __fr_sign "
+            f"FROM {log.log_table.sql} WHERE {where})"
+        ]
+    part = ", ".join(q(k) for k in log.key_columns)
+    return [
+        f"{p}rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.log_table.sql} WHERE {where})",
+        # Net change per key: its first old image and its last new image. One window
+        # (one sort) and one pass; a UNION ALL of two passes would read the log twice.
+        f"{p}ranked AS (SELECT *, "
+        f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__) AS __fr_pos, "
+        f"count(1) OVER (PARTITION BY {part} ORDER BY sequence__ "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __fr_n "
+        f"FROM {p}rng)",
+        f"{name} AS (SELECT {sel}, IF(old_new__ = 'O', -1, 1) AS __fr_sign FROM {p}ranked "
+        "WHERE (__fr_pos = 1 AND old_new__ = 'O') OR (__fr_pos = __fr_n AND old_new__ = 'N'))",
+    ]

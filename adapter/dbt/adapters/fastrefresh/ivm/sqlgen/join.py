@@ -1,0 +1,124 @@
+"""Joins: a join view's delete-and-insert of the rows holding changed keys (Oracle's DEL/INS)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import sqlglot
+from sqlglot import exp
+
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
+from dbt.adapters.fastrefresh.ivm.sqlgen.complete import pin_tables, read_from
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, cv_skip, image_ctes
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+def join_merge(
+    plan: ViewPlan,
+    target: Target,
+    sources: Mapping[TableName, LogSource],
+    *,
+    pins: Mapping[TableName, int | None],
+) -> str:
+    """Apply the changes of every master of a join view in one MERGE (Oracle's DEL/INS).
+
+    A view row is a function of one row per joined table, identified by their keys. So the
+    rows that can have changed are exactly those holding a changed key (a key in the log
+    range, old or new image) of some table: delete those rows, and insert the query's rows
+    on the pinned snapshots that hold a changed key. Input i's part takes the rows of its
+    changed keys (the log's last new images when the log holds what the input reads, else
+    the pinned master's rows) and excludes the changed keys of inputs before it, so no row
+    is inserted twice. When one input changed (one master's changes, the common case), the
+    changed keys themselves are the rows to delete; with several, the view is read to find
+    each such row once (a MERGE may match a target row with one source row only).
+    """
+    view, types = target.view, target.types
+    ctes = []
+    key_cte: dict[TableName, str] = {}
+    images: dict[TableName, str] = {}
+    for m, master in enumerate(plan.masters):
+        log = sources.get(master)
+        if log is None:
+            continue
+        # The key is read too: a row moved to another key must leave its old place.
+        read = sorted(set(plan.columns_read_of(master)) | set(log.key_columns))
+        keys = ", ".join(q(k) for k in log.key_columns)
+        key_cte[master] = f"__fr_ck{m}"
+        ctes.append(
+            f"__fr_ck{m} AS (SELECT DISTINCT {keys}, TRUE AS __fr_hit FROM {log.log_table.sql} "
+            f"WHERE ({log.range_predicate}) AND {cv_skip(read, log)})"
+        )
+        if set(read) <= set(log.logged):
+            # The log holds what the view reads of this table: its changed rows as they are
+            # now are the last new images in the range, so the master is not read for them.
+            images[master] = f"__fr_img{m}"
+            ctes += image_ctes(plan, log, read, images[master])
+    changed = [(i, inp) for i, inp in enumerate(plan.inputs) if inp.master in key_cte]
+    base = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
+    assert isinstance(base, exp.Select)
+    extra = [f"{sql} AS {q(name)}" for name, sql in plan.hidden]
+    if extra:
+        base = base.select(*extra, dialect=DIALECT, copy=False)
+    cols = list(plan.view_columns)
+    casts = ", ".join(f"CAST(__fr_p.{q(c)} AS {types[c]}) AS {q(c)}" for c in cols)
+    parts = []
+
+    def on(alias: str, cte_alias: str, keys: Sequence[str]) -> str:
+        return " AND ".join(f"{alias}.{q(k)} = {cte_alias}.{q(k)}" for k in keys)
+
+    for n, (i, inp) in enumerate(changed):
+        part = base.copy()
+        if inp.master in images:
+            read_from(part, inp.alias, f"SELECT * FROM {images[inp.master]} WHERE __fr_sign = 1")
+        else:
+            part = part.join(
+                f"{key_cte[inp.master]} AS __fr_in{i}",
+                on=on(inp.alias, f"__fr_in{i}", inp.key_columns),
+                join_type="left semi", dialect=DIALECT, copy=False,
+            )  # fmt: skip
+        for j, before in changed[:n]:
+            part = part.join(
+                f"{key_cte[before.master]} AS __fr_out{j}",
+                on=on(before.alias, f"__fr_out{j}", before.key_columns),
+                join_type="left anti", dialect=DIALECT, copy=False,
+            )  # fmt: skip
+        parts.append(f"SELECT {casts}, 'I' AS __fr_op FROM ({part.sql(dialect=DIALECT)}) __fr_p")
+    if len(changed) == 1:
+        # One input changed: its changed keys are the rows to delete, matched on its key
+        # columns in the view, so the view is read only by the MERGE itself.
+        _, inp = changed[0]
+        pairs = dict(zip(inp.key_view_columns, inp.key_columns, strict=True))
+        olds = ", ".join(
+            f"CAST({q(pairs[c])} AS {types[c]}) AS {q(c)}"
+            if c in pairs
+            else f"{null(c, types)} AS {q(c)}"
+            for c in cols
+        )
+        ctes.append(f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {key_cte[inp.master]})")
+        match = " AND ".join(f"t.{q(c)} = s.{q(c)}" for c in pairs)
+    else:
+        # Several inputs changed: a row holding changed keys of two of them must be deleted
+        # once, so the rows to delete are read from the view, each by its whole key.
+        hits = []
+        joins = []
+        for i, inp in changed:
+            hit_on = " AND ".join(
+                f"v.{q(vc)} = __fr_h{i}.{q(k)}"
+                for k, vc in zip(inp.key_columns, inp.key_view_columns, strict=True)
+            )
+            joins.append(f"LEFT JOIN {key_cte[inp.master]} __fr_h{i} ON {hit_on}")
+            hits.append(f"__fr_h{i}.__fr_hit")
+        keyed = set(plan.key_view_columns)
+        olds = ", ".join(f"v.{q(c)}" if c in keyed else f"{null(c, types)} AS {q(c)}" for c in cols)
+        ctes.append(
+            f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {view.sql} v {' '.join(joins)} "
+            f"WHERE {' OR '.join(hits)})"
+        )
+        match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in dict.fromkeys(plan.key_view_columns))
+    source = f"WITH {', '.join(ctes)} SELECT * FROM __fr_old UNION ALL " + " UNION ALL ".join(parts)
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {match} AND s.__fr_op = 'D' "
+        "WHEN MATCHED THEN DELETE "
+        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
+    )

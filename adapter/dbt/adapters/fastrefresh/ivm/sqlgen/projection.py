@@ -1,0 +1,94 @@
+"""Projections and filters: a keyed view deletes its changed keys' rows and inserts their
+new rows; a key-less view keeps a multiplicity per distinct row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
+from dbt.adapters.fastrefresh.sqltext import string
+
+
+def projection_keyed(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str:
+    """A keyed projection: a changed key's old image deletes its row, its new image (when
+    it passes the filter) inserts the row again."""
+    view, types = target.view, target.types
+    alias = plan.alias
+    key_exprs = {
+        vc: f"{alias}.{q(k)}" for k, vc in zip(plan.key_columns, plan.key_view_columns, strict=True)
+    }
+    outputs = {o.name: o.sql for o in plan.outputs}
+    outputs.update({name: sql for name, sql in plan.hidden})
+    cols = list(plan.view_columns)
+    deletes = [key_exprs[c] if c in key_exprs else null(c, types) for c in cols]
+    inserts = [f"CAST({outputs[c]} AS {types[c]})" for c in cols]
+    where = f" AND ({plan.filter})" if plan.filter else ""
+    # One pass over the images (a second would read the log again): a key's old image
+    # (at most one) deletes the key's row (the view can hold one only if the key had an
+    # old image); its new image, when it passes the filter, inserts the row again.
+    rows = ", ".join(
+        f"IF({alias}.__fr_sign = -1, {d}, {i}) AS {q(c)}"
+        for c, d, i in zip(cols, deletes, inserts, strict=True)
+    )
+    changes = (
+        f"SELECT {rows}, IF({alias}.__fr_sign = -1, 'D', 'I') AS __fr_op FROM imgs {alias} "
+        f"WHERE {alias}.__fr_sign = -1 OR (TRUE{where})"
+    )
+    source = f"WITH {', '.join(ctes)} {changes}"
+    on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in plan.key_view_columns)
+    if target.overwrite:
+        # What the MERGE below leaves, written whole: the view's rows but those a 'D' row
+        # matches, and every 'I' row (an 'I' row never matches: the MERGE's ON needs 'D').
+        plain = ", ".join(q(c) for c in cols)
+        kept = ", ".join(f"t.{q(c)}" for c in cols)
+        return (
+            f"INSERT OVERWRITE {view.sql} SELECT {plain} FROM ("
+            f"WITH {', '.join(ctes)}, __fr_s AS ({changes}) "
+            f"SELECT {kept} FROM {view.sql} t "
+            f"LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s ON {on} "
+            f"UNION ALL SELECT {plain} FROM __fr_s WHERE __fr_op = 'I')"
+        )
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
+        "WHEN MATCHED THEN DELETE "
+        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
+    )
+
+
+def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str:
+    """A key-less projection: each distinct row's multiplicity moves by its signed images;
+    the rows of a changed multiplicity are deleted and inserted again that many times."""
+    view, types = target.view, target.types
+    alias = plan.alias
+    names = [o.name for o in plan.outputs]
+    where = f" WHERE {plan.filter}" if plan.filter else ""
+    outs = ", ".join(f"CAST({o.sql} AS {types[o.name]}) AS {q(o.name)}" for o in plan.outputs)
+    groups = ", ".join(o.sql for o in plan.outputs)
+    eq = " AND ".join(f"c.{q(n)} <=> d.{q(n)}" for n in names)
+    plain = ", ".join(q(n) for n in names)
+    message = string(
+        f"dbt-fastrefresh: {view} holds fewer rows than its log deletes; refresh it completely"
+    )
+    source = (
+        f"WITH {', '.join(ctes)}, "
+        f"__fr_d AS (SELECT {outs}, sum({alias}.__fr_sign) AS __fr_delta FROM imgs {alias}{where} GROUP BY {groups}), "
+        "__fr_dn AS (SELECT * FROM __fr_d WHERE __fr_delta <> 0), "
+        f"__fr_cur AS (SELECT DISTINCT {', '.join('c.' + q(n) for n in names)}, c.__fr_multiplicity "
+        f"FROM {view.sql} c LEFT SEMI JOIN __fr_dn d ON {eq}), "
+        f"__fr_j AS (SELECT {', '.join('d.' + q(n) for n in names)}, "
+        "coalesce(c.__fr_multiplicity, 0) + d.__fr_delta AS __fr_new "
+        f"FROM __fr_dn d LEFT JOIN __fr_cur c ON {eq} "
+        f"WHERE IF(coalesce(c.__fr_multiplicity, 0) + d.__fr_delta < 0, CAST(raise_error({message}) AS BOOLEAN), TRUE)) "
+        f"SELECT {plain}, CAST(0 AS BIGINT) AS __fr_multiplicity, 'D' AS __fr_op FROM __fr_j "
+        f"UNION ALL SELECT {plain}, CAST(__fr_new AS BIGINT), 'I' FROM __fr_j "
+        "LATERAL VIEW explode(sequence(1, CAST(greatest(__fr_new, 1) AS INT))) __fr_e AS __fr_i "
+        "WHERE __fr_new > 0"
+    )
+    on = " AND ".join(f"t.{q(n)} <=> s.{q(n)}" for n in names)
+    return (
+        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
+        "WHEN MATCHED THEN DELETE "
+        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
+        f"{insert_clause(plan, {c: f's.{q(c)}' for c in plan.view_columns})}"
+    )

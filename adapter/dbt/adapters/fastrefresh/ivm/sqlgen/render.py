@@ -1,0 +1,100 @@
+"""Rendering a delta into the view: the target, and a MERGE or its INSERT OVERWRITE form."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
+from dbt.adapters.fastrefresh.sqltext import TableName, ident
+
+
+@dataclass(frozen=True)
+class Target:
+    """The view a delta is applied to.
+
+    ``types``: the Spark SQL type of each of its columns (hidden ones included);
+    ``avg_types``: Spark's result type of each ``AVG(arg)`` of the query, by argument, so an
+    incremental average is cast like the query's; ``overwrite``: write the delta as one
+    ``INSERT OVERWRITE`` of the whole view where the shape allows (a copy-on-write view of
+    a file or two, which a MERGE would rewrite whole anyway).
+    """
+
+    view: TableName
+    types: Mapping[str, str]
+    avg_types: Mapping[str, str] = field(default_factory=dict)
+    overwrite: bool = False
+
+
+@dataclass(frozen=True)
+class Merge:
+    """What a MERGE of ``source`` (alias ``s``) into the view (alias ``t``) does.
+
+    ``on``: the match condition (None: the view's one row, a global aggregate); ``update``:
+    the new value of each column a matched row takes; ``delete_when``: matched rows to
+    delete instead; ``insert``/``insert_when``: the columns of an unmatched source row to
+    insert, and which rows (no insert: every source row matches).
+    """
+
+    source: str
+    on: str | None
+    update: Mapping[str, str]
+    delete_when: str | None = None
+    insert: Mapping[str, str] = field(default_factory=dict)
+    insert_when: str | None = None
+
+
+def q(name: str) -> str:
+    return ident(name)
+
+
+def null(column: str, types: Mapping[str, str]) -> str:
+    return f"CAST(NULL AS {types[column]})"
+
+
+def insert_clause(plan: ViewPlan, values: Mapping[str, str]) -> str:
+    cols = list(plan.view_columns)
+    return f"INSERT ({', '.join(q(c) for c in cols)}) VALUES ({', '.join(values[c] for c in cols)})"
+
+
+def render(plan: ViewPlan, target: Target, merge: Merge) -> str:
+    """The statement of ``merge``: a MERGE, or under ``target.overwrite`` its overwrite."""
+    if target.overwrite:
+        return _overwrite(plan, target.view, merge)
+    view = target.view.sql
+    sets = ", ".join(f"{q(c)} = {v}" for c, v in merge.update.items())
+    statement = f"MERGE INTO {view} t USING ({merge.source}) s ON {merge.on or '1 = 1'} "
+    if merge.delete_when:
+        statement += f"WHEN MATCHED AND {merge.delete_when} THEN DELETE "
+    statement += f"WHEN MATCHED THEN UPDATE SET {sets}"
+    if merge.insert:
+        statement += (
+            f" WHEN NOT MATCHED AND {merge.insert_when or 'TRUE'} THEN "
+            f"{insert_clause(plan, merge.insert)}"
+        )
+    return statement
+
+
+def _overwrite(plan: ViewPlan, view: TableName, merge: Merge) -> str:
+    """The MERGE as one ``INSERT OVERWRITE`` of the whole view: the view's rows joined with
+    the delta (a full outer join), each kept, updated, deleted or inserted as the MERGE
+    would. For a view of a file or two, which a MERGE rewrites whole anyway, it saves the
+    MERGE's extra pass to find the files to rewrite."""
+    values = []
+    for c in plan.view_columns:
+        kept = f"t.{q(c)}"
+        changed = merge.update.get(c, kept)
+        new = merge.insert.get(c, kept)  # (no insert: a global aggregate's one row)
+        values.append(
+            f"CASE WHEN s.__fr_in IS NULL THEN {kept} WHEN t.__fr_in IS NULL THEN {new} "
+            f"ELSE {changed} END AS {q(c)}"
+        )
+    join = "FULL OUTER JOIN" if merge.insert else "LEFT JOIN"
+    return (
+        f"INSERT OVERWRITE {view.sql} SELECT {', '.join(values)} FROM "
+        f"(SELECT *, TRUE AS __fr_in FROM {view.sql}) t {join} "
+        f"(SELECT *, TRUE AS __fr_in FROM ({merge.source})) s ON {merge.on or 'TRUE'} "
+        f"WHERE NOT (t.__fr_in IS NOT NULL AND s.__fr_in IS NOT NULL AND "
+        f"({merge.delete_when or 'FALSE'})) "
+        f"AND NOT (t.__fr_in IS NULL AND NOT ({merge.insert_when or 'FALSE'}))"
+    )
