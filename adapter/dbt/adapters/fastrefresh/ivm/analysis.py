@@ -248,6 +248,14 @@ def _aggregate_kind(node: exp.AggFunc) -> tuple[str, exp.Expression | None]:
     return "other", node.this
 
 
+class _Refused(Exception):
+    """The query does not refresh fast; the message says why (a ``ViewPlan.reason``)."""
+
+    def __init__(self, reason: str, code: str = "unsupported_query") -> None:
+        super().__init__(reason)
+        self.code = code
+
+
 def analyze(
     sql: str, master_columns: dict[TableName, list[Column]], keys: dict[TableName, list[str]]
 ) -> ViewPlan:
@@ -261,119 +269,132 @@ def analyze(
     except SqlglotError as exc:
         return _unsupported(sql, f"the SQL could not be parsed for analysis ({exc})")
     masters = tables_of(sql)
+    try:
+        return _plan(sql, tree, masters, master_columns, keys)
+    except _Refused as refused:
+        return _unsupported(sql, str(refused), masters, refused.code)
+
+
+def _plan(
+    sql: str,
+    tree: exp.Expr,
+    masters: list[TableName],
+    master_columns: dict[TableName, list[Column]],
+    keys: dict[TableName, list[str]],
+) -> ViewPlan:
     if not isinstance(tree, exp.Select):
         what = type(tree).__name__.upper()
         if isinstance(tree, exp.Union | exp.Intersect | exp.Except):
             what = "a set operation (UNION/INTERSECT/EXCEPT)"
-        return _unsupported(sql, f"{what} is not fast-refreshable yet", masters)
+        raise _Refused(f"{what} is not fast-refreshable yet")
     offender = _first_offender(tree)
     if offender:
-        return _unsupported(sql, f"the query uses {offender}", masters)
-    from_ = tree.args.get("from_") or tree.args.get("from")
+        raise _Refused(f"the query uses {offender}")
     if tree.args.get("joins"):
         return _analyze_join(sql, tree, masters, master_columns, keys)
+    master, qualified = _single_table(tree, master_columns)
+    alias = qualified.find(exp.Table).alias_or_name  # type: ignore[union-attr]
+    selects = list(qualified.expressions)
+    _check_output_names([s.alias_or_name for s in selects], "")
+    key = list(keys.get(master, []))
+    where = qualified.args.get("where")
+    base = {
+        "sql": sql, "query_hash": query_hash(sql), "masters": (master,), "alias": alias,
+        "filter": _render(where.this) if where is not None else None,
+        "columns_read": tuple(sorted({c.name.lower() for c in qualified.find_all(exp.Column)})),
+        "qualified": _render(qualified),
+        "expressions": tuple(_render(s.unalias()) for s in selects), "keyed": bool(key),
+        "key_columns": tuple(key),
+    }  # fmt: skip
+    if _is_aggregate(qualified):
+        return _plan_aggregate(qualified, base)
+    return _plan_projection(qualified, alias, key, base)
+
+
+def _is_aggregate(select: exp.Select) -> bool:
+    return bool(
+        select.args.get("group")
+        or select.args.get("distinct") is not None
+        or any(s.find(exp.AggFunc) for s in select.expressions)
+    )
+
+
+def _single_table(
+    tree: exp.Select, master_columns: dict[TableName, list[Column]]
+) -> tuple[TableName, exp.Select]:
+    """The one master a single-table query reads, and the query qualified against it."""
+    from_ = tree.args.get("from_") or tree.args.get("from")
     tables = list(tree.find_all(exp.Table))
     if from_ is None or len(tables) != 1 or not isinstance(from_.this, exp.Table):
-        return _unsupported(sql, "the query must read exactly one table in FROM", masters)
-    table = tables[0]
-    if not table.db:
-        return _unsupported(sql, f"the table {table.name} is not schema-qualified", masters)
-    master = TableName(table.db.lower(), table.name.lower())
-    columns = master_columns.get(master)
-    if columns is None:
-        return _unsupported(sql, f"{master} is not a known master table", masters)
-    if table.args.get("version") is not None:
-        return _unsupported(sql, "the query already uses time travel (VERSION AS OF)", masters)
-
+        raise _Refused("the query must read exactly one table in FROM")
+    master = _master_of(tables[0], master_columns)
+    columns = master_columns[master]
     schema: dict[str, object] = {master.schema: {master.table: {c.name: c.type for c in columns}}}
     try:
         qualified = _qualify(tree, schema)
     except SqlglotError as exc:
-        return _unsupported(
-            sql, f"the query could not be resolved against {master} ({exc})", masters
-        )
+        raise _Refused(f"the query could not be resolved against {master} ({exc})") from exc
     assert isinstance(qualified, exp.Select)
-    alias = qualified.find(exp.Table).alias_or_name  # type: ignore[union-attr]
+    return master, qualified
 
-    where = qualified.args.get("where")
-    filter_sql = _render(where.this) if where is not None else None
-    selects = list(qualified.expressions)
-    names = [s.alias_or_name for s in selects]
+
+def _master_of(table: exp.Table, master_columns: dict[TableName, list[Column]]) -> TableName:
+    """The known master ``table`` names, read as it is now (not by time travel)."""
+    if not table.db:
+        raise _Refused(f"the table {table.name} is not schema-qualified")
+    master = TableName(table.db.lower(), table.name.lower())
+    if master_columns.get(master) is None:
+        raise _Refused(f"{master} is not a known master table")
+    if table.args.get("version") is not None:
+        raise _Refused("the query already uses time travel (VERSION AS OF)")
+    return master
+
+
+def _check_output_names(names: Sequence[str], hint: str) -> None:
     lowered = [n.lower() for n in names]
     if len(set(lowered)) != len(lowered):
-        return _unsupported(sql, "two output columns have the same name", masters)
+        raise _Refused(f"two output columns have the same name{hint}")
     if any(n.startswith(HIDDEN_PREFIX) for n in lowered):
-        return _unsupported(sql, f"output columns named {HIDDEN_PREFIX}* are reserved", masters)
-    read = sorted({c.name.lower() for c in qualified.find_all(exp.Column)})
-    key = [k for k in keys.get(master, [])]
-    group_node = qualified.args.get("group")
-    aggregates_found = [a for s in selects for a in s.find_all(exp.AggFunc)]
-    distinct = qualified.args.get("distinct") is not None
-
-    base = {
-        "sql": sql, "query_hash": query_hash(sql), "masters": (master,), "alias": alias,
-        "filter": filter_sql, "columns_read": tuple(read), "qualified": _render(qualified),
-        "expressions": tuple(_render(s.unalias()) for s in selects), "keyed": bool(key),
-        "key_columns": tuple(key),
-    }  # fmt: skip
-
-    if not group_node and not aggregates_found and not distinct:
-        outputs = tuple(
-            Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)
-        )
-        hidden: list[tuple[str, str]] = []
-        key_view: list[str] = []
-        if key:
-            plain = {
-                s.unalias().name.lower(): n
-                for n, s in zip(names, selects, strict=True)
-                if isinstance(s.unalias(), exp.Column)
-            }
-            for k in key:
-                if k in plain:
-                    key_view.append(plain[k])
-                else:
-                    hidden.append((f"{HIDDEN_PREFIX}k_{k}", f"{alias}.{k}"))
-                    key_view.append(f"{HIDDEN_PREFIX}k_{k}")
-        else:
-            hidden.append((f"{HIDDEN_PREFIX}multiplicity", ""))
-        return ViewPlan(
-            shape="projection", outputs=outputs, hidden=tuple(hidden),
-            key_view_columns=tuple(key_view), **base,  # type: ignore[arg-type]
-        )  # fmt: skip
-
-    return _plan_aggregate(sql, qualified, masters, base)
+        raise _Refused(f"output columns named {HIDDEN_PREFIX}* are reserved")
 
 
-def _plan_aggregate(
-    sql: str, qualified: exp.Select, masters: Sequence[TableName], base: dict[str, object]
+def _plan_projection(
+    qualified: exp.Select, alias: str, key: Sequence[str], base: dict[str, object]
 ) -> ViewPlan:
-    """Plan an aggregate (GROUP BY, DISTINCT, or a global aggregate) of ``qualified``."""
-
+    """A projection: the view keeps the master's key (hidden when not an output), or, with
+    no key, a multiplicity per distinct row."""
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
-    group_node = qualified.args.get("group")
-    aggregates_found = [a for s in selects for a in s.find_all(exp.AggFunc)]
-    distinct = qualified.args.get("distinct") is not None
-    if group_node is not None:
-        groups = [_render(g) for g in group_node.expressions]
-    elif distinct:
-        if any(s.find(exp.AggFunc) for s in selects):
-            return _unsupported(sql, "SELECT DISTINCT with aggregates", masters)
-        groups = [_render(s.unalias()) for s in selects]
-    else:
-        groups = []
-    if len(set(groups)) != len(groups):
-        return _unsupported(sql, "a GROUP BY expression is repeated", masters)
-    for g in group_node.expressions if group_node is not None else []:
-        if isinstance(g, exp.Literal):
-            return _unsupported(
-                sql, "GROUP BY by position (GROUP BY 1); name the expressions", masters
-            )
+    outputs = tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True))
+    hidden: list[tuple[str, str]] = []
+    key_view: list[str] = []
+    plain = {
+        s.unalias().name.lower(): n
+        for n, s in zip(names, selects, strict=True)
+        if isinstance(s.unalias(), exp.Column)
+    }
+    for k in key:
+        if k in plain:
+            key_view.append(plain[k])
+        else:
+            hidden.append((f"{HIDDEN_PREFIX}k_{k}", f"{alias}.{k}"))
+            key_view.append(f"{HIDDEN_PREFIX}k_{k}")
+    if not key:
+        hidden.append((f"{HIDDEN_PREFIX}multiplicity", ""))
+    return ViewPlan(
+        shape="projection", outputs=outputs, hidden=tuple(hidden),
+        key_view_columns=tuple(key_view), **base,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def _plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
+    """Plan an aggregate (GROUP BY, DISTINCT, or a global aggregate) of ``qualified``."""
+    selects = list(qualified.expressions)
+    groups = _groups(qualified)
     components: list[str] = []
     sums: set[int] = set()
     aggregates: list[Aggregate] = []
-    for node in aggregates_found:
+    for node in (a for s in selects for a in s.find_all(exp.AggFunc)):
         kind, arg = _aggregate_kind(node)
         arg_sql = _render(arg) if arg is not None and kind != "other" else None
         component = None
@@ -384,22 +405,11 @@ def _plan_aggregate(
             if kind in ("sum", "avg"):
                 sums.add(component)
         aggregates.append(Aggregate(kind, arg_sql, _render(node), component))
-    outputs_list: list[Output] = []
-    for name, select in zip(names, selects, strict=True):
-        body = select.unalias()
-        text = _render(body)
-        if text in groups:
-            outputs_list.append(Output(name, text, groups.index(text)))
-        elif body.find(exp.AggFunc) is not None:
-            outputs_list.append(Output(name, text))
-        else:
-            return _unsupported(
-                sql, f"output {name} is neither a GROUP BY expression nor an aggregate", masters
-            )
+    outputs = _aggregate_outputs(selects, groups)
     hidden = []
     group_columns = []
     for index, g in enumerate(groups):
-        holder = next((o.name for o in outputs_list if o.group == index), None)
+        holder = next((o.name for o in outputs if o.group == index), None)
         if holder is None:
             holder = f"{HIDDEN_PREFIX}g_{index}"
             hidden.append((holder, g))
@@ -410,11 +420,45 @@ def _plan_aggregate(
         if index in sums:
             hidden.append((f"{HIDDEN_PREFIX}sum_{index}", f"sum({arg_sql})"))
     return ViewPlan(
-        shape="aggregate", outputs=tuple(outputs_list), groups=tuple(groups),
+        shape="aggregate", outputs=tuple(outputs), groups=tuple(groups),
         group_columns=tuple(group_columns), aggregates=tuple(aggregates),
         components=tuple(components), sum_components=frozenset(sums), hidden=tuple(hidden),
         **base,  # type: ignore[arg-type]
     )  # fmt: skip
+
+
+def _groups(qualified: exp.Select) -> list[str]:
+    """The aggregate's group expressions: GROUP BY's, or under DISTINCT the outputs."""
+    group_node = qualified.args.get("group")
+    selects = list(qualified.expressions)
+    if group_node is not None:
+        groups = [_render(g) for g in group_node.expressions]
+        if any(isinstance(g, exp.Literal) for g in group_node.expressions):
+            raise _Refused("GROUP BY by position (GROUP BY 1); name the expressions")
+    elif qualified.args.get("distinct") is not None:
+        if any(s.find(exp.AggFunc) for s in selects):
+            raise _Refused("SELECT DISTINCT with aggregates")
+        groups = [_render(s.unalias()) for s in selects]
+    else:
+        groups = []
+    if len(set(groups)) != len(groups):
+        raise _Refused("a GROUP BY expression is repeated")
+    return groups
+
+
+def _aggregate_outputs(selects: Sequence[exp.Expression], groups: Sequence[str]) -> list[Output]:
+    outputs = []
+    for select in selects:
+        name, body = select.alias_or_name, select.unalias()
+        assert isinstance(body, exp.Expression)
+        text = _render(body)
+        if text in groups:
+            outputs.append(Output(name, text, groups.index(text)))
+        elif body.find(exp.AggFunc) is not None:
+            outputs.append(Output(name, text))
+        else:
+            raise _Refused(f"output {name} is neither a GROUP BY expression nor an aggregate")
+    return outputs
 
 
 def _join_offender(join: exp.Join) -> str | None:
@@ -438,32 +482,53 @@ def _analyze_join(
     master_columns: dict[TableName, list[Column]],
     keys: dict[TableName, list[str]],
 ) -> ViewPlan:
-    """Plan an inner join of keyed masters (``shape = "join"``)."""
+    """Plan an inner join of keyed masters (``shape = "join"``), or an aggregate over one."""
+    qualified = _qualified_join(tree, master_columns, keys)
+    aggregate = _is_aggregate(tree)
+    selects = list(qualified.expressions)
+    names = [s.alias_or_name for s in selects]
+    _check_output_names(names, " (alias them, e.g. b.id AS b_id)")
+    inputs, hidden = _join_inputs(qualified, keys, with_keys=not aggregate)
+    where = qualified.args.get("where")
+    base: dict[str, object] = {
+        "sql": sql, "query_hash": query_hash(sql), "masters": tuple(masters),
+        "filter": _render(where.this) if where is not None else None,
+        "columns_read": tuple(sorted({c for i in inputs for c in i.columns_read})),
+        "qualified": _render(qualified), "keyed": True, "inputs": tuple(inputs),
+        "expressions": tuple(_render(s.unalias()) for s in selects),
+    }  # fmt: skip
+    if aggregate:
+        return _plan_aggregate(qualified, base)
+    return ViewPlan(
+        shape="join",
+        outputs=tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)),
+        key_view_columns=tuple(c for i in inputs for c in i.key_view_columns),
+        hidden=tuple(hidden), **base,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def _qualified_join(
+    tree: exp.Select,
+    master_columns: dict[TableName, list[Column]],
+    keys: dict[TableName, list[str]],
+) -> exp.Select:
+    """The join qualified against its tables, each a known master with a keyed log."""
     for join in tree.args.get("joins") or []:
         offender = _join_offender(join)
         if offender:
-            return _unsupported(sql, f"the query uses {offender}", masters)
+            raise _Refused(f"the query uses {offender}")
         if not isinstance(join.this, exp.Table):
-            return _unsupported(sql, "a join of something other than a table", masters)
+            raise _Refused("a join of something other than a table")
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None or not isinstance(from_.this, exp.Table):
-        return _unsupported(sql, "the query must read tables in FROM", masters)
-    aggregate = bool(tree.args.get("group") or tree.args.get("distinct") or tree.find(exp.AggFunc))
+        raise _Refused("the query must read tables in FROM")
     schema: dict[str, object] = {}
     for table in tree.find_all(exp.Table):
-        if not table.db:
-            return _unsupported(sql, f"the table {table.name} is not schema-qualified", masters)
-        master = TableName(table.db.lower(), table.name.lower())
-        if master_columns.get(master) is None:
-            return _unsupported(sql, f"{master} is not a known master table", masters)
-        if table.args.get("version") is not None:
-            return _unsupported(sql, "the query already uses time travel (VERSION AS OF)", masters)
+        master = _master_of(table, master_columns)
         if not keys.get(master):
-            return _unsupported(
-                sql,
+            raise _Refused(
                 f"the join reads {master}, which has no keyed materialized view log (a join "
                 "refreshes fast only when the log of every table it joins has a primary key)",
-                masters,
                 code="no_keyed_log",
             )
         tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
@@ -471,23 +536,19 @@ def _analyze_join(
     try:
         qualified = _qualify(tree, schema)
     except SqlglotError as exc:
-        return _unsupported(
-            sql, f"the query could not be resolved against its tables ({exc})", masters
-        )
+        raise _Refused(f"the query could not be resolved against its tables ({exc})") from exc
     assert isinstance(qualified, exp.Select)
+    return qualified
 
-    selects = list(qualified.expressions)
-    names = [s.alias_or_name for s in selects]
-    lowered = [n.lower() for n in names]
-    if len(set(lowered)) != len(lowered):
-        return _unsupported(
-            sql, "two output columns have the same name (alias them, e.g. b.id AS b_id)", masters
-        )
-    if any(n.startswith(HIDDEN_PREFIX) for n in lowered):
-        return _unsupported(sql, f"output columns named {HIDDEN_PREFIX}* are reserved", masters)
+
+def _join_inputs(
+    qualified: exp.Select, keys: dict[TableName, list[str]], *, with_keys: bool
+) -> tuple[list[JoinInput], list[tuple[str, str]]]:
+    """Each joined table as an input (``with_keys``: its key kept in the view, hidden when
+    not an output), and the hidden key columns."""
     plain = {
-        (s.unalias().table.lower(), s.unalias().name.lower()): n
-        for n, s in zip(names, selects, strict=True)
+        (s.unalias().table.lower(), s.unalias().name.lower()): s.alias_or_name
+        for s in qualified.expressions
         if isinstance(s.unalias(), exp.Column)
     }
     inputs: list[JoinInput] = []
@@ -496,9 +557,9 @@ def _analyze_join(
         master = TableName(table.db.lower(), table.name.lower())
         alias = table.alias_or_name
         if any(i.alias.lower() == alias.lower() for i in inputs):
-            return _unsupported(sql, f"two tables of the join are both called {alias}", masters)
+            raise _Refused(f"two tables of the join are both called {alias}")
         key_view = []
-        for k in keys[master] if not aggregate else []:
+        for k in keys[master] if with_keys else []:
             holder = plain.get((alias.lower(), k))
             if holder is None:
                 holder = f"{HIDDEN_PREFIX}j{index}_{k}"
@@ -512,22 +573,4 @@ def _analyze_join(
             }
         )
         inputs.append(JoinInput(alias, master, tuple(keys[master]), tuple(key_view), tuple(read)))
-    where = qualified.args.get("where")
-    if aggregate:
-        base: dict[str, object] = {
-            "sql": sql, "query_hash": query_hash(sql), "masters": tuple(masters),
-            "filter": _render(where.this) if where is not None else None,
-            "columns_read": tuple(sorted({c for i in inputs for c in i.columns_read})),
-            "qualified": _render(qualified), "keyed": True, "inputs": tuple(inputs),
-            "expressions": tuple(_render(s.unalias()) for s in selects),
-        }  # fmt: skip
-        return _plan_aggregate(sql, qualified, masters, base)
-    return ViewPlan(
-        sql=sql, query_hash=query_hash(sql), shape="join", masters=tuple(masters),
-        outputs=tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)),
-        filter=_render(where.this) if where is not None else None,
-        columns_read=tuple(sorted({c for i in inputs for c in i.columns_read})),
-        keyed=True, key_view_columns=tuple(c for i in inputs for c in i.key_view_columns),
-        hidden=tuple(hidden), qualified=_render(qualified),
-        expressions=tuple(_render(s.unalias()) for s in selects), inputs=tuple(inputs),
-    )  # fmt: skip
+    return inputs, hidden
