@@ -66,6 +66,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check adapter tests examples benchmarks scripts
 	$(BIN)/ruff format --check adapter tests examples benchmarks scripts
 	$(BIN)/python scripts/check_layers.py
+	$(BIN)/python scripts/check_functions.py
 	$(BIN)/mypy adapter/dbt/adapters/fastrefresh benchmarks
 
 format: $(STAMP)

@@ -37,8 +37,9 @@
 
   {{ run_hooks(pre_hooks) }}
   {%- set result = adapter.fr_refresh_model(
-        target_relation, existing, sql, method, should_full_refresh(), table_options,
-        config.get('tblproperties', {})) -%}
+        target_relation, existing, sql, refresh_method=method,
+        full_refresh=should_full_refresh(), table_options=table_options,
+        tblproperties=config.get('tblproperties', {})) -%}
   {%- if result.get('type') == 'COMPLETE' -%}
     {{ log("fast_refresh " ~ this ~ ": COMPLETE refresh (" ~ result.reason ~ ")", info=true) }}
   {%- endif -%}

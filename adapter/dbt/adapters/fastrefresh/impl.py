@@ -194,12 +194,22 @@ class FastrefreshAdapter(SparkAdapter):
         relation: BaseRelation,
         existing: BaseRelation | None,
         sql: str,
+        *,
         refresh_method: str,
         full_refresh: bool,
         table_options: str,
         tblproperties: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The fast_refresh materialization's one call: refresh the model's view."""
+        """The fast_refresh materialization's one call: refresh the model's view.
+
+        Args:
+            relation: the model's relation; ``existing``: it as found (None: not built).
+            sql: the model's compiled SELECT.
+            refresh_method: ``force``, ``fast`` or ``complete`` (the model's config).
+            full_refresh: ``dbt run --full-refresh``: a complete refresh.
+            table_options: dbt-spark's PARTITIONED BY / CLUSTERED BY / LOCATION / COMMENT.
+            tblproperties: the model's table properties.
+        """
         result = refresh.refresh_view(
             self._env(),
             view=TableName.parse(relation),

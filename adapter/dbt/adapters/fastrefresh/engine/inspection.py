@@ -11,6 +11,7 @@ import sqlglot
 
 from dbt.adapters.fastrefresh.engine.refresh import (
     METHODS,
+    MasterState,
     RefreshResult,
     TableSpec,
     ViewRecord,
@@ -23,7 +24,7 @@ from dbt.adapters.fastrefresh.engine.refresh import (
 )
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.ivm import sqlgen
-from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, tables_of
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan, tables_of
 from dbt.adapters.fastrefresh.mlog.capture import capture
 from dbt.adapters.fastrefresh.mlog.consumers import usability_problem
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
@@ -136,25 +137,31 @@ def explain(env: Env, target: str) -> str:
                 )
     current = load_view(env, view) if capable and view is not None else None
     if current is not None and view is not None:
-        types = {c.name: c.type for c in current.meta.columns}
-        sources: dict[TableName, sqlgen.Source] = {
-            m.name: sqlgen.LogSource(
-                m.log.log_table,
-                "<the next refresh's range>",
-                () if m.log.config.keyless else m.log.config.key_columns,
-                m.log.config.master_columns,
-                m.log.config.columns,
-            )
-            for m in masters
-            if m.log is not None
-        }
-        pins: dict[TableName, int | None] = {m.name: None for m in masters}
-        avg_types = current.config.avg_types if current.config else {}
-        into = sqlgen.Target(view, types, avg_types, overwrite=overwrites(current))
-        statement = sqlgen.delta_statement(plan, into, sources, pins=pins, old_pins=pins)
-        lines.append("  delta statement of the next fast refresh:")
-        lines.append("    " + statement)
+        lines += _next_delta(plan, view, current, masters)
     return "\n".join(lines)
+
+
+def _next_delta(
+    plan: ViewPlan, view: TableName, current: ViewRecord, masters: list[MasterState]
+) -> list[str]:
+    """The delta statement the view's next fast refresh runs (its log range left open)."""
+    types = {c.name: c.type for c in current.meta.columns}
+    sources: dict[TableName, sqlgen.Source] = {
+        m.name: sqlgen.LogSource(
+            m.log.log_table,
+            "<the next refresh's range>",
+            () if m.log.config.keyless else m.log.config.key_columns,
+            m.log.config.master_columns,
+            m.log.config.columns,
+        )
+        for m in masters
+        if m.log is not None
+    }
+    pins: dict[TableName, int | None] = {m.name: None for m in masters}
+    avg_types = current.config.avg_types if current.config else {}
+    into = sqlgen.Target(view, types, avg_types, overwrite=overwrites(current))
+    statement = sqlgen.delta_statement(plan, into, sources, pins=pins, old_pins=pins)
+    return ["  delta statement of the next fast refresh:", "    " + statement]
 
 
 def refresh_mviews(env: Env, names: list[str], method: str) -> list[RefreshResult]:

@@ -291,17 +291,7 @@ class _Refresh:
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
             masters=masters, columns_hash=columns_hash,
         )  # fmt: skip
-        mark = self._phase("analyze", self.started)
-        positions = record.state.positions if record and record.state else {}
-        last_refresh = record.state.last_refresh_time if record and record.state else None
-        for m in masters:
-            if m.log is not None:
-                position = positions.get(str(m.log.log_table))
-                self.setups[m.name] = setup(env, m.meta, self.view, position, last_refresh)
-        captured = sum(s.capture.seconds for s in self.setups.values())
-        self.phases["capture"] = captured
-        self._phase("setup", mark)
-        self.phases["setup"] -= captured
+        self._setup(masters, record, since=self._phase("analyze", self.started))
         pins = {
             m.name: self.setups[m.name].master_snapshot if m.name in self.setups
             else m.meta.current_snapshot
@@ -314,7 +304,7 @@ class _Refresh:
         if reason is None:
             reason = _plan_sources(plan, masters, self.setups, previous, sources)
         if reason is None:
-            reason = _history_gone(env, plan, self.setups, sources, pins, previous)
+            reason = _history_gone(env, plan, self.setups, sources, pins=pins, previous=previous)
         if reason is None and self.method == "force":
             reason = _range_too_large(env, self.setups, pins)
         if reason is not None and not reason.expected and self.method == "fast":
@@ -327,7 +317,10 @@ class _Refresh:
         mark = time.monotonic()
         try:
             with upkeep.reading(env.runtime, [s.log.log_table for s in self.setups.values()]):
-                self._apply(reason, plan, record, pins, previous, sources, columns_hash)
+                self._apply(
+                    reason, plan, record, pins=pins, previous=previous, sources=sources,
+                    columns_hash=columns_hash,
+                )  # fmt: skip
             log_rows, noop = self._outcome
         except Exception as exc:
             self._journal("FAST" if reason is None else "COMPLETE", reason, 0, "FAILED", str(exc))
@@ -342,6 +335,21 @@ class _Refresh:
         self._journal(refresh_type, reason, log_rows, "SUCCESS", None)
         return RefreshResult(self.view, refresh_type, reason, log_rows, seconds, self.phases, noop)
 
+    def _setup(
+        self, masters: list[MasterState], record: ViewRecord | None, *, since: float
+    ) -> None:
+        """The master side's setup on each logged master (capture, choose the time, mark)."""
+        positions = record.state.positions if record and record.state else {}
+        last_refresh = record.state.last_refresh_time if record and record.state else None
+        for m in masters:
+            if m.log is not None:
+                position = positions.get(str(m.log.log_table))
+                self.setups[m.name] = setup(self.env, m.meta, self.view, position, last_refresh)
+        captured = sum(s.capture.seconds for s in self.setups.values())
+        self.phases["capture"] = captured
+        self._phase("setup", since)
+        self.phases["setup"] -= captured
+
     # -- apply ---------------------------------------------------------------------------
 
     def _apply(
@@ -349,6 +357,7 @@ class _Refresh:
         reason: Reason | None,
         plan: ViewPlan,
         record: ViewRecord | None,
+        *,
         pins: Mapping[TableName, int | None],
         previous: Mapping[str, int],
         sources: Mapping[TableName, sqlgen.Source],
@@ -554,6 +563,7 @@ def _history_gone(
     plan: ViewPlan,
     setups: Mapping[TableName, Setup],
     sources: Mapping[TableName, sqlgen.Source],
+    *,
     pins: Mapping[TableName, int | None],
     previous: Mapping[str, int],
 ) -> Reason | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh.iceberg import columns as mt
@@ -40,7 +41,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     record_state,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.protocol.state import LOG_STATE
+from dbt.adapters.fastrefresh.protocol.state import LOG_STATE, LogState
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import CaptureRecord
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for
@@ -101,6 +102,8 @@ def capture_locked(
     now = env.clock()
     chain = chain_after(env.tables.history(name), current, state.captured_through)
     if chain.gap:
+        # The commits since the last capture are gone: the log starts a new epoch, younger
+        # than every view on it (they refresh completely once).
         gone = state.replace(
             epoch=state.epoch + 1, captured_through=current, captured_at=now,
             younger_than=now, younger_reason=f"history lost: {chain.gap}",
@@ -123,26 +126,11 @@ def capture_locked(
     ]
     for number, batch in enumerate(batches or [[]], start=1):
         through = current if number == len(batches) or not batches else batch[-1].snapshot_id
-        log = _append(env, log, master, columns, batch, through, now, stamp)
+        log = _append(env, log, master, columns, batch=batch, through=through, now=now, stamp=stamp)
     rows = log.state.last_sequence - first_sequence
     seconds = time.monotonic() - started
     if rows:
-        env.runtime.journal(env.registry).captures.append(
-            CaptureRecord(
-                log_table=str(log.log_table),
-                master=str(name),
-                captured_at=now,
-                from_snapshot=state.captured_through,
-                to_snapshot=current,
-                snapshots=len(chain.snapshots),
-                first_sequence=first_sequence + 1,
-                last_sequence=first_sequence + rows,
-                log_rows=rows,
-                oldest_commit=_naive(chain.snapshots[0].committed_at),
-                newest_commit=_naive(chain.snapshots[-1].committed_at),
-                seconds=seconds,
-            )
-        )
+        _journal(env, log, chain.snapshots, before=state, now=now, seconds=seconds)
     result = CaptureResult(
         name, log.log_table, state.captured_through, current, len(chain.snapshots), rows,
         seconds,
@@ -150,11 +138,41 @@ def capture_locked(
     return result, log
 
 
+def _journal(
+    env: Env,
+    log: LoadedLog,
+    snapshots: Sequence[SnapshotInfo],
+    *,
+    before: LogState,
+    now: dt.datetime,
+    seconds: float,
+) -> None:
+    """Note the capture for the registry's ``capture_runs`` (published at the end)."""
+    rows = log.state.last_sequence - before.last_sequence
+    env.runtime.journal(env.registry).captures.append(
+        CaptureRecord(
+            log_table=str(log.log_table),
+            master=str(log.master),
+            captured_at=now,
+            from_snapshot=before.captured_through,
+            to_snapshot=log.state.captured_through,
+            snapshots=len(snapshots),
+            first_sequence=before.last_sequence + 1,
+            last_sequence=before.last_sequence + rows,
+            log_rows=rows,
+            oldest_commit=_naive(snapshots[0].committed_at),
+            newest_commit=_naive(snapshots[-1].committed_at),
+            seconds=seconds,
+        )
+    )
+
+
 def _append(
     env: Env,
     log: LoadedLog,
     master: TableMeta,
     columns: list[mt.Column],
+    *,
     batch: list[SnapshotInfo],
     through: int | None,
     now: dt.datetime,

@@ -52,79 +52,99 @@ def capture_statement(
     same shape reuses the compiled code (about 0.3 s of a small capture).
     """
     names = [c.name for c in columns]
-    sel = ", ".join(ident(n) for n in names)
-    ordinals = [o for o, _ in reads.commits]
     commits = ", ".join(f"({o}, {info.snapshot_id}L)" for o, info in reads.commits) or "(0, 0L)"
     first = timestamp(stamp) if stamp is not None else UNMARKED_SQL
     ctes = [
         f"commits__ AS (SELECT * FROM VALUES {commits} AS c__(ord__, xid__))",
         f"run__ AS (SELECT * FROM VALUES ({start_sequence}L, {first}) AS r__(base__, stamp__))",
+        *_net(columns, reads),
+        *_images(config, names, reads.removes),
     ]
-    if not reads.sources:
-        ctes.append(
-            f"net AS (SELECT 0 AS ord__, {sel}, 0 AS n__ FROM (SELECT {_nulls(columns)}) WHERE FALSE)"
-        )
-    elif reads.removes:
-        # Each distinct row once, with its count in each commit (-1 removed, +1 added): rows
-        # a commit removed and added again (copy-on-write carry-overs) count 0 there and
-        # are dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
-        def signs(source: RowSource) -> str:
-            return ", ".join(f"{source.signs.get(o, 0)} AS s{o}__" for o in ordinals)
+    return (
+        "WITH "
+        + ",\n".join(ctes)
+        + f"\nINSERT INTO {config.log_table.sql}\n{_select(config, columns)}"
+    )
 
-        counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
-        per_commit = ", ".join(f"named_struct('ord__', {o}, 'n__', n{o}__)" for o in ordinals)
-        ctes += [
-            "src AS ("
-            + "\n  UNION ALL ".join(
-                f"SELECT {sel}, {signs(r)} FROM ({r.sql}) r__" for r in reads.sources
-            )
-            + ")",
-            f"w AS (SELECT {sel}, {counts} FROM src GROUP BY {sel})",
-            f"net AS (SELECT e__.ord__, {', '.join('w.' + ident(n) for n in names)}, e__.n__ "
-            f"FROM w LATERAL VIEW inline(filter(array({per_commit}), x__ -> x__.n__ <> 0)) e__)",
+
+def _net(columns: Sequence[mt.Column], reads: CaptureReads) -> list[str]:
+    """CTEs ending in ``net``: each changed row of each commit, ``n__`` times (< 0: removed)."""
+    names = [c.name for c in columns]
+    sel = ", ".join(ident(n) for n in names)
+    ordinals = [o for o, _ in reads.commits]
+    if not reads.sources:
+        return [
+            f"net AS (SELECT 0 AS ord__, {sel}, 0 AS n__ FROM (SELECT {_nulls(columns)}) WHERE FALSE)"
         ]
-    else:
+    if not reads.removes:
         # Only inserts (appends): every row read is one added row of its commit.
-        ctes.append(
+        return [
             "net AS ("
             + "\n  UNION ALL ".join(
                 f"SELECT {next(iter(r.signs))} AS ord__, {sel}, 1 AS n__ FROM ({r.sql}) r__"
                 for r in reads.sources
             )
             + ")"
+        ]
+    # Each distinct row once, with its count in each commit (-1 removed, +1 added): rows a
+    # commit removed and added again (copy-on-write carry-overs) count 0 there and are
+    # dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
+
+    def signs(source: RowSource) -> str:
+        return ", ".join(f"{source.signs.get(o, 0)} AS s{o}__" for o in ordinals)
+
+    counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
+    per_commit = ", ".join(f"named_struct('ord__', {o}, 'n__', n{o}__)" for o in ordinals)
+    return [
+        "src AS ("
+        + "\n  UNION ALL ".join(
+            f"SELECT {sel}, {signs(r)} FROM ({r.sql}) r__" for r in reads.sources
         )
+        + ")",
+        f"w AS (SELECT {sel}, {counts} FROM src GROUP BY {sel})",
+        f"net AS (SELECT e__.ord__, {', '.join('w.' + ident(n) for n in names)}, e__.n__ "
+        f"FROM w LATERAL VIEW inline(filter(array({per_commit}), x__ -> x__.n__ <> 0)) e__)",
+    ]
+
+
+def _images(config: LogConfig, names: Sequence[str], removes: bool) -> list[str]:
+    """CTEs ending in ``o``: the log rows' images, before they are numbered. A keyed log
+    pairs a commit's old and new image of one key into an update."""
     log_cols = list(config.columns)
     keyed = not config.keyless
-    key_only = keyed and not [c for c in config.logged_columns if c not in config.key_columns]
+    if keyed and removes:
+        key_only = not [c for c in config.logged_columns if c not in config.key_columns]
+        return _pair_by_key(config, names, log_cols, key_only)
     ncols = len(names)
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
-    if keyed and reads.removes:
-        ctes += _pair_by_key(config, names, log_cols, key_only)
-    else:
-        sel_log = ", ".join(ident(c) for c in log_cols)
-        ctes.append(
-            "o AS (\n  "
-            f"SELECT ord__, IF(n__ < 0, 0, 1) AS half__, {sel_log}, "
-            "IF(n__ < 0, 'D', 'I') AS dmltype__, IF(n__ < 0, 'O', 'N') AS old_new__, "
-            f"IF(n__ < 0, {delete_vector}, {insert_vector}) AS change_vector__ FROM net "
-            "LATERAL VIEW explode(sequence(1, abs(n__))) r__ AS rep__)"
-        )
+    sel_log = ", ".join(ident(c) for c in log_cols)
+    return [
+        "o AS (\n  "
+        f"SELECT ord__, IF(n__ < 0, 0, 1) AS half__, {sel_log}, "
+        "IF(n__ < 0, 'D', 'I') AS dmltype__, IF(n__ < 0, 'O', 'N') AS old_new__, "
+        f"IF(n__ < 0, {delete_vector}, {insert_vector}) AS change_vector__ FROM net "
+        "LATERAL VIEW explode(sequence(1, abs(n__))) r__ AS rep__)"
+    ]
+
+
+def _select(config: LogConfig, columns: Sequence[mt.Column]) -> str:
+    """The log rows, numbered in commit order, then by key (or row), old image first."""
+    log_cols = list(config.columns)
     order_cols = (
         list(config.key_columns)
-        if keyed
+        if not config.keyless
         else [c.name for c in columns if c.comparable and c.name in log_cols]
     )
     order = ", ".join(["o.ord__", *(f"o.{ident(c)}" for c in order_cols), "o.half__"])
     snaptime = "" if config.commit_scn else "run__.stamp__ AS snaptime__, "
-    select = (
+    return (
         f"SELECT {', '.join('o.' + ident(c) for c in log_cols)}, {snaptime}o.dmltype__, "
         "o.old_new__, o.change_vector__, "
         f"run__.base__ + row_number() OVER (ORDER BY {order}) AS sequence__, "
         "commits__.xid__, run__.base__ + 1 AS capture__ "
         "FROM o JOIN commits__ ON o.ord__ = commits__.ord__ CROSS JOIN run__"
     )
-    return "WITH " + ",\n".join(ctes) + f"\nINSERT INTO {config.log_table.sql}\n{select}"
 
 
 def _nulls(columns: Sequence[mt.Column]) -> str:

@@ -215,14 +215,7 @@ def create_mview_log(
             its end) or ``synchronous`` (in each refresh's wrap-up, as Oracle does).
     """
     master = TableName.parse(master_name)
-    try:
-        mode = PurgeMode(str(purge).lower())
-    except ValueError:
-        raise FastRefreshError(
-            f"create_mview_log purge must be 'deferred' or 'synchronous', got {purge!r}. "
-            "Fix: purge='deferred' (consumed rows go once per dbt invocation, at its end) or "
-            "'synchronous' (in each refresh's wrap-up, before it returns)."
-        ) from None
+    mode = _purge_mode(purge)
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
     maps = [c.name for c in meta.columns if not c.comparable]
     if maps:
@@ -233,18 +226,7 @@ def create_mview_log(
         )
     log_table = log_table_for(master)
     with env.runtime.holding([log_lock(log_table)]):
-        existing = env.tables.load(log_table, fresh=True)
-        if existing is not None:
-            if LOG_CONFIG in existing.properties:
-                raise FastRefreshError(
-                    f"{master} already has a materialized view log, {log_table}. Fix: use "
-                    f"it, or drop it first with fast_refresh.drop_mview_log('{master}')."
-                )
-            raise FastRefreshError(
-                f"A table {log_table} exists but is not a materialized view log (the name is "
-                f"taken). Fix: rename or drop that table, or run fast_refresh.drop_mview_log("
-                f"'{master}') if it is a log an earlier release left behind."
-            )
+        _check_name_free(env, master, log_table)
         names = [c.name for c in meta.columns]
         key_columns = _resolve_key(meta, master, key)
         logged = _logged(master, names, key_columns, columns)
@@ -256,28 +238,7 @@ def create_mview_log(
             master_columns=tuple(names), keyless=not key_columns, created=created,
             incarnation=uuid.uuid4().hex, purge=mode,
         )  # fmt: skip
-        state = new_log_state(created, meta.current_snapshot)
-        types = {c.name: c.type for c in meta.columns}
-        body = [f"{ident(n)} {types[n]}" for n in key_columns + logged]
-        body += [] if commit_scn else ["snaptime__ TIMESTAMP_NTZ"]
-        body += [
-            "dmltype__ STRING", "old_new__ STRING", "change_vector__ BINARY",
-            "sequence__ BIGINT", "xid__ BIGINT", "capture__ BIGINT",
-        ]  # fmt: skip
-        properties: dict[str, str] = {
-            **LOG_TABLE_PROPERTIES,
-            "fast_refresh.master": str(master),
-            LOG_CONFIG: config.to_json(),
-            LOG_STATE: state.to_json(),
-        }
-        # Configuration and first state in the CREATE itself: a log exists whole or not.
-        # Partitioned by capture: a view's range and a purge select whole partitions, so
-        # Iceberg applies them alone (Spark filters no row again, and a statement's code
-        # does not change with the range: Spark reuses it compiled), and a purge drops files.
-        env.sql.execute(
-            f"CREATE TABLE {log_table.sql} (\n  " + ",\n  ".join(body) + "\n) USING iceberg "
-            f"PARTITIONED BY (capture__) TBLPROPERTIES ({sqltext.properties(properties)})"
-        )
+        env.sql.execute(_create_sql(config, meta, new_log_state(created, meta.current_snapshot)))
         env.runtime.chosen.pop(str(log_table), None)
         env.runtime.journal(env.registry).logs.add(str(master))
     kind = (
@@ -288,6 +249,58 @@ def create_mview_log(
         f"created materialized view log {log_table} on {master}: {kind}, logging "
         f"{len(logged)} column(s), {flavour} flavour, {mode.value} purge, capturing from "
         f"snapshot {meta.current_snapshot}"
+    )
+
+
+def _purge_mode(purge: object) -> PurgeMode:
+    try:
+        return PurgeMode(str(purge).lower())
+    except ValueError:
+        raise FastRefreshError(
+            f"create_mview_log purge must be 'deferred' or 'synchronous', got {purge!r}. "
+            "Fix: purge='deferred' (consumed rows go once per dbt invocation, at its end) or "
+            "'synchronous' (in each refresh's wrap-up, before it returns)."
+        ) from None
+
+
+def _check_name_free(env: Env, master: TableName, log_table: TableName) -> None:
+    existing = env.tables.load(log_table, fresh=True)
+    if existing is None:
+        return
+    if LOG_CONFIG in existing.properties:
+        raise FastRefreshError(
+            f"{master} already has a materialized view log, {log_table}. Fix: use "
+            f"it, or drop it first with fast_refresh.drop_mview_log('{master}')."
+        )
+    raise FastRefreshError(
+        f"A table {log_table} exists but is not a materialized view log (the name is "
+        f"taken). Fix: rename or drop that table, or run fast_refresh.drop_mview_log("
+        f"'{master}') if it is a log an earlier release left behind."
+    )
+
+
+def _create_sql(config: LogConfig, meta: TableMeta, state: LogState) -> str:
+    """The log's CREATE TABLE, its configuration and first state in its properties: a log
+    exists whole or not. Partitioned by capture: a view's range and a purge select whole
+    partitions, so Iceberg applies them alone (Spark filters no row again, and a
+    statement's code does not change with the range: Spark reuses it compiled), and a
+    purge drops files."""
+    types = {c.name: c.type for c in meta.columns}
+    body = [f"{ident(n)} {types[n]}" for n in config.columns]
+    body += [] if config.commit_scn else ["snaptime__ TIMESTAMP_NTZ"]
+    body += [
+        "dmltype__ STRING", "old_new__ STRING", "change_vector__ BINARY",
+        "sequence__ BIGINT", "xid__ BIGINT", "capture__ BIGINT",
+    ]  # fmt: skip
+    properties: dict[str, str] = {
+        **LOG_TABLE_PROPERTIES,
+        "fast_refresh.master": str(config.master),
+        LOG_CONFIG: config.to_json(),
+        LOG_STATE: state.to_json(),
+    }
+    return (
+        f"CREATE TABLE {config.log_table.sql} (\n  " + ",\n  ".join(body) + "\n) USING iceberg "
+        f"PARTITIONED BY (capture__) TBLPROPERTIES ({sqltext.properties(properties)})"
     )
 
 

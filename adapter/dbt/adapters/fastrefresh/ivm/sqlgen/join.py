@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import pin_tables, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, cv_skip, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
@@ -33,10 +34,32 @@ def join_merge(
     changed keys themselves are the rows to delete; with several, the view is read to find
     each such row once (a MERGE may match a target row with one source row only).
     """
-    view, types = target.view, target.types
-    ctes = []
-    key_cte: dict[TableName, str] = {}
-    images: dict[TableName, str] = {}
+    keys = _changed_keys(plan, sources)
+    changed = [(i, inp) for i, inp in enumerate(plan.inputs) if inp.master in keys.cte]
+    parts = _inserts(plan, target, changed, keys, pins)
+    old, match = _deletes(plan, target, changed, keys)
+    ctes = [*keys.ctes, old]
+    source = f"WITH {', '.join(ctes)} SELECT * FROM __fr_old UNION ALL " + " UNION ALL ".join(parts)
+    cols = plan.view_columns
+    return (
+        f"MERGE INTO {target.view.sql} t USING ({source}) s ON {match} AND s.__fr_op = 'D' "
+        "WHEN MATCHED THEN DELETE "
+        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
+    )
+
+
+@dataclass
+class _Keys:
+    """Per changed master: the CTE of its changed keys, and of its new images when its log
+    holds what the view reads of it."""
+
+    ctes: list[str] = field(default_factory=list)
+    cte: dict[TableName, str] = field(default_factory=dict)
+    images: dict[TableName, str] = field(default_factory=dict)
+
+
+def _changed_keys(plan: ViewPlan, sources: Mapping[TableName, LogSource]) -> _Keys:
+    found = _Keys()
     for m, master in enumerate(plan.masters):
         log = sources.get(master)
         if log is None:
@@ -44,46 +67,68 @@ def join_merge(
         # The key is read too: a row moved to another key must leave its old place.
         read = sorted(set(plan.columns_read_of(master)) | set(log.key_columns))
         keys = ", ".join(q(k) for k in log.key_columns)
-        key_cte[master] = f"__fr_ck{m}"
-        ctes.append(
+        found.cte[master] = f"__fr_ck{m}"
+        found.ctes.append(
             f"__fr_ck{m} AS (SELECT DISTINCT {keys}, TRUE AS __fr_hit FROM {log.log_table.sql} "
             f"WHERE ({log.range_predicate}) AND {cv_skip(read, log)})"
         )
         if set(read) <= set(log.logged):
             # The log holds what the view reads of this table: its changed rows as they are
             # now are the last new images in the range, so the master is not read for them.
-            images[master] = f"__fr_img{m}"
-            ctes += image_ctes(plan, log, read, images[master])
-    changed = [(i, inp) for i, inp in enumerate(plan.inputs) if inp.master in key_cte]
+            found.images[master] = f"__fr_img{m}"
+            found.ctes += image_ctes(plan, log, read, found.images[master])
+    return found
+
+
+def _on(alias: str, cte_alias: str, keys: Sequence[str]) -> str:
+    return " AND ".join(f"{alias}.{q(k)} = {cte_alias}.{q(k)}" for k in keys)
+
+
+def _inserts(
+    plan: ViewPlan,
+    target: Target,
+    changed: Sequence[tuple[int, JoinInput]],
+    keys: _Keys,
+    pins: Mapping[TableName, int | None],
+) -> list[str]:
+    """The rows to insert: input i's part holds its changed keys and none of the changed
+    keys of the inputs before it, so no row is inserted twice."""
     base = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
     assert isinstance(base, exp.Select)
     extra = [f"{sql} AS {q(name)}" for name, sql in plan.hidden]
     if extra:
         base = base.select(*extra, dialect=DIALECT, copy=False)
-    cols = list(plan.view_columns)
-    casts = ", ".join(f"CAST(__fr_p.{q(c)} AS {types[c]}) AS {q(c)}" for c in cols)
+    casts = ", ".join(
+        f"CAST(__fr_p.{q(c)} AS {target.types[c]}) AS {q(c)}" for c in plan.view_columns
+    )
     parts = []
-
-    def on(alias: str, cte_alias: str, keys: Sequence[str]) -> str:
-        return " AND ".join(f"{alias}.{q(k)} = {cte_alias}.{q(k)}" for k in keys)
-
     for n, (i, inp) in enumerate(changed):
         part = base.copy()
-        if inp.master in images:
-            read_from(part, inp.alias, f"SELECT * FROM {images[inp.master]} WHERE __fr_sign = 1")
+        if inp.master in keys.images:
+            read_from(
+                part, inp.alias, f"SELECT * FROM {keys.images[inp.master]} WHERE __fr_sign = 1"
+            )
         else:
             part = part.join(
-                f"{key_cte[inp.master]} AS __fr_in{i}",
-                on=on(inp.alias, f"__fr_in{i}", inp.key_columns),
+                f"{keys.cte[inp.master]} AS __fr_in{i}",
+                on=_on(inp.alias, f"__fr_in{i}", inp.key_columns),
                 join_type="left semi", dialect=DIALECT, copy=False,
             )  # fmt: skip
         for j, before in changed[:n]:
             part = part.join(
-                f"{key_cte[before.master]} AS __fr_out{j}",
-                on=on(before.alias, f"__fr_out{j}", before.key_columns),
+                f"{keys.cte[before.master]} AS __fr_out{j}",
+                on=_on(before.alias, f"__fr_out{j}", before.key_columns),
                 join_type="left anti", dialect=DIALECT, copy=False,
             )  # fmt: skip
         parts.append(f"SELECT {casts}, 'I' AS __fr_op FROM ({part.sql(dialect=DIALECT)}) __fr_p")
+    return parts
+
+
+def _deletes(
+    plan: ViewPlan, target: Target, changed: Sequence[tuple[int, JoinInput]], keys: _Keys
+) -> tuple[str, str]:
+    """(The CTE ``__fr_old`` of the rows to delete, the MERGE's match on them)."""
+    types, cols = target.types, plan.view_columns
     if len(changed) == 1:
         # One input changed: its changed keys are the rows to delete, matched on its key
         # columns in the view, so the view is read only by the MERGE itself.
@@ -95,30 +140,24 @@ def join_merge(
             else f"{null(c, types)} AS {q(c)}"
             for c in cols
         )
-        ctes.append(f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {key_cte[inp.master]})")
         match = " AND ".join(f"t.{q(c)} = s.{q(c)}" for c in pairs)
-    else:
-        # Several inputs changed: a row holding changed keys of two of them must be deleted
-        # once, so the rows to delete are read from the view, each by its whole key.
-        hits = []
-        joins = []
-        for i, inp in changed:
-            hit_on = " AND ".join(
-                f"v.{q(vc)} = __fr_h{i}.{q(k)}"
-                for k, vc in zip(inp.key_columns, inp.key_view_columns, strict=True)
-            )
-            joins.append(f"LEFT JOIN {key_cte[inp.master]} __fr_h{i} ON {hit_on}")
-            hits.append(f"__fr_h{i}.__fr_hit")
-        keyed = set(plan.key_view_columns)
-        olds = ", ".join(f"v.{q(c)}" if c in keyed else f"{null(c, types)} AS {q(c)}" for c in cols)
-        ctes.append(
-            f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {view.sql} v {' '.join(joins)} "
-            f"WHERE {' OR '.join(hits)})"
+        return f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {keys.cte[inp.master]})", match
+    # Several inputs changed: a row holding changed keys of two of them must be deleted
+    # once, so the rows to delete are read from the view, each by its whole key.
+    hits = []
+    joins = []
+    for i, inp in changed:
+        hit_on = " AND ".join(
+            f"v.{q(vc)} = __fr_h{i}.{q(k)}"
+            for k, vc in zip(inp.key_columns, inp.key_view_columns, strict=True)
         )
-        match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in dict.fromkeys(plan.key_view_columns))
-    source = f"WITH {', '.join(ctes)} SELECT * FROM __fr_old UNION ALL " + " UNION ALL ".join(parts)
-    return (
-        f"MERGE INTO {view.sql} t USING ({source}) s ON {match} AND s.__fr_op = 'D' "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
+        joins.append(f"LEFT JOIN {keys.cte[inp.master]} __fr_h{i} ON {hit_on}")
+        hits.append(f"__fr_h{i}.__fr_hit")
+    keyed = set(plan.key_view_columns)
+    olds = ", ".join(f"v.{q(c)}" if c in keyed else f"{null(c, types)} AS {q(c)}" for c in cols)
+    old = (
+        f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {target.view.sql} v {' '.join(joins)} "
+        f"WHERE {' OR '.join(hits)})"
     )
+    match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in dict.fromkeys(plan.key_view_columns))
+    return old, match
