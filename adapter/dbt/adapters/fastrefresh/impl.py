@@ -222,7 +222,7 @@ class FastrefreshAdapter(SparkAdapter):
             ),
         )
         return {
-            "type": result.refresh_type, "reason": str(result.reason or ""),
+            "type": str(result.refresh_type), "reason": str(result.reason or ""),
             "message": result.message(), "log_rows": result.log_rows, "noop": result.noop,
             "seconds": round(result.seconds, 3),
         }  # fmt: skip
@@ -247,7 +247,7 @@ class FastrefreshAdapter(SparkAdapter):
     def fr_staleness(self, relation: Any) -> list[str]:
         env = self._env()
         state, why = inspection.staleness(env, TableName.parse(relation))
-        return [state, why]
+        return [str(state), why]
 
     @available.parse(_parse_stub)
     def fr_pinned_definition(self, relation: Any) -> str:

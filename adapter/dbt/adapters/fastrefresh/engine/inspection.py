@@ -28,6 +28,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan, tables_of
 from dbt.adapters.fastrefresh.mlog.capture import capture
 from dbt.adapters.fastrefresh.mlog.consumers import usability_problem
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
+from dbt.adapters.fastrefresh.protocol.decisions import Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -52,19 +53,19 @@ def pinned_definition(env: Env, view: TableName) -> str:
     return str(sqlgen.pin_tables(tree, pins).sql(dialect=DIALECT))
 
 
-def staleness_of(env: Env, record: ViewRecord) -> tuple[str, str]:
+def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
     """(FRESH | STALE | NEEDS_COMPILE | UNUSABLE, why) from what the logs hold now."""
     if record.config is None or record.state is None:
-        return "UNUSABLE", "the view is not registered: it needs a complete refresh"
+        return Staleness.UNUSABLE, "the view is not registered: it needs a complete refresh"
     state = record.state
     if record.found.changed_after:
-        return "UNUSABLE", (
+        return Staleness.UNUSABLE, (
             "the view's table changed after its last refresh (a refresh did not finish, or "
             "it was written outside dbt-fastrefresh): it needs a complete refresh"
         )
     masters = load_masters(env, record.config.definition)
     if schema_hash(masters) != record.config.master_schema_hash:
-        return "NEEDS_COMPILE", "a master table's columns changed since the last refresh"
+        return Staleness.NEEDS_COMPILE, "a master table's columns changed since the last refresh"
     pending = []
     for m in masters:
         if m.log is None:
@@ -74,21 +75,21 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[str, str]:
         position = state.positions.get(str(m.log.log_table))
         problem = usability_problem(m.log, record.meta.name, position, state.last_refresh_time)
         if problem is not None:
-            return "UNUSABLE", str(problem)
+            return Staleness.UNUSABLE, str(problem)
         assert position is not None
         if m.log.state.last_sequence > position.last_sequence:
             rows = m.log.state.last_sequence - position.last_sequence
             pending.append(f"{rows} log row(s) on {m.log.log_table}")
     if pending:
-        return "STALE", "; ".join(pending)
-    return "FRESH", "up to date with its masters"
+        return Staleness.STALE, "; ".join(pending)
+    return Staleness.FRESH, "up to date with its masters"
 
 
-def staleness(env: Env, view: TableName) -> tuple[str, str]:
+def staleness(env: Env, view: TableName) -> tuple[Staleness, str]:
     """``staleness_of`` after capturing the view's masters (what ``is_fresh`` tests)."""
     record = load_view(env, view)
     if record is None or record.config is None:
-        return "UNUSABLE", "the view is not registered: it needs a complete refresh"
+        return Staleness.UNUSABLE, "the view is not registered: it needs a complete refresh"
     for name in record.config.masters:
         if load_log(env, name) is not None:
             capture(env, name)

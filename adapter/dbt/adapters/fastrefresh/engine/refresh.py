@@ -36,11 +36,11 @@ from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
 from dbt.adapters.fastrefresh.ivm import sqlgen
-from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan, analyze, tables_of
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan, analyze, tables_of
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol import upkeep
-from dbt.adapters.fastrefresh.protocol.decisions import Reason, ReasonCode
+from dbt.adapters.fastrefresh.protocol.decisions import Reason, ReasonCode, RefreshType
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE, ViewConfig, ViewState
 from dbt.adapters.fastrefresh.runtime import faults
@@ -69,7 +69,7 @@ OVERWRITE_MAX_FILES = 2
 @dataclass
 class RefreshResult:
     view: TableName
-    refresh_type: str  # FAST or COMPLETE
+    refresh_type: RefreshType
     reason: Reason | None
     log_rows: int
     seconds: float
@@ -77,7 +77,7 @@ class RefreshResult:
     noop: bool = False
 
     def message(self) -> str:
-        if self.refresh_type == "FAST":
+        if self.refresh_type is RefreshType.FAST:
             what = "no changes" if self.noop else f"{self.log_rows} log row(s)"
             return f"FAST refresh of {self.view}: {what}"
         return f"COMPLETE refresh of {self.view}: {self.reason}"
@@ -308,7 +308,7 @@ class _Refresh:
         if reason is None and self.method == "force":
             reason = _range_too_large(env, self.setups, pins)
         if reason is not None and not reason.expected and self.method == "fast":
-            self._journal("FAST", reason, 0, "FAILED", str(reason))
+            self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
             names = {"master": str(next((m.name for m in masters if m.log is None), ""))}
             raise FastRefreshError(
                 f"Fast refresh of {self.view} is not possible: {reason}. "
@@ -323,13 +323,13 @@ class _Refresh:
                 )  # fmt: skip
             log_rows, noop = self._outcome
         except Exception as exc:
-            self._journal("FAST" if reason is None else "COMPLETE", reason, 0, "FAILED", str(exc))
+            self._journal(_type_of(reason), reason, 0, "FAILED", str(exc))
             raise
         mark = self._phase("apply", mark)
         if not noop:
             purge_after_refresh(env, list(self.setups.values()))
         self._phase("wrap_up", mark)
-        refresh_type = "FAST" if reason is None else "COMPLETE"
+        refresh_type = _type_of(reason)
         seconds = time.monotonic() - self.started
         self.phases["total"] = seconds
         self._journal(refresh_type, reason, log_rows, "SUCCESS", None)
@@ -374,7 +374,7 @@ class _Refresh:
         return max((s.now for s in self.setups.values()), default=None) or self.env.clock()
 
     def _new_state(
-        self, refresh_type: str, reason: Reason | None, pins: Mapping[TableName, int | None],
+        self, refresh_type: RefreshType, reason: Reason | None, pins: Mapping[TableName, int | None],
         fallback: str | None,
     ) -> ViewState:  # fmt: skip
         return ViewState(
@@ -407,7 +407,7 @@ class _Refresh:
         )
         changed = {m: s for m, s in sources.items() if m in pending}
         statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
-        state = self._new_state("FAST", None, pins, record.state.last_fallback_reason)
+        state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)
         commit_view(self.env, self.view, statement, state, fault="apply.after_merge")
         return log_rows, False
 
@@ -431,7 +431,7 @@ class _Refresh:
             registered_at=record.config.registered_at if record and record.config else self._now(),  # type: ignore[arg-type]
             avg_types=_avg_types(env, plan, pins),
         )
-        state = self._new_state("COMPLETE", reason, pins, None)
+        state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
         select = sqlgen.complete_select(plan, pins)
         statement = (
@@ -443,7 +443,7 @@ class _Refresh:
         register(env, list(self.setups.values()))
 
     def _journal(
-        self, refresh_type: str, reason: Reason | None, log_rows: int, status: str,
+        self, refresh_type: RefreshType, reason: Reason | None, log_rows: int, status: str,
         error: str | None,
     ) -> None:  # fmt: skip
         journal = self.env.runtime.journal(self.env.registry)
@@ -510,7 +510,7 @@ def _plan_sources(
     sources: dict[TableName, sqlgen.Source],
 ) -> Reason | None:
     """Where each master's changes come from; a reason when they cannot be had."""
-    if plan.inputs and plan.shape == "aggregate":
+    if plan.inputs and plan.shape is Shape.AGGREGATE:
         # The delta rule joins each table's changes with the others as they were.
         unknown = [m.name for m in masters if previous.get(str(m.name)) is None]
         if unknown:
@@ -530,7 +530,7 @@ def _plan_sources(
             config.columns,
         )
         read = set(plan.columns_read_of(m.name))
-        if plan.shape == "join" or read <= set(config.columns):
+        if plan.shape is Shape.JOIN or read <= set(config.columns):
             # A join projection needs only the changed keys (it reads the log's images when
             # the log holds the columns, else the pinned master's rows for those keys).
             sources[m.name] = source
@@ -545,6 +545,11 @@ def _plan_sources(
             )
         sources[m.name] = sqlgen.MasterSource(source, m.name, before, done.master_snapshot)
     return None
+
+
+def _type_of(reason: Reason | None) -> RefreshType:
+    """A refresh with no reason against it is fast."""
+    return RefreshType.FAST if reason is None else RefreshType.COMPLETE
 
 
 def _old_pins(
@@ -574,7 +579,7 @@ def _history_gone(
     to the master's earlier snapshot; ``expire_snapshots`` may have removed either.
     """
     needed: dict[TableName, int | None] = {}
-    if plan.inputs and plan.shape == "aggregate":
+    if plan.inputs and plan.shape is Shape.AGGREGATE:
         old = _old_pins(setups, pins, previous)
         changed = [i for i, inp in enumerate(plan.inputs) if setups[inp.master].pending]
         if changed:

@@ -37,6 +37,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.protocol.decisions import Word
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 HIDDEN_PREFIX = "__fr_"
@@ -53,6 +54,16 @@ NONDETERMINISTIC = {
 }  # fmt: skip
 
 ALGEBRAIC = ("count_star", "count", "sum", "avg")
+
+
+@dataclass(frozen=True)
+class Shape(Word):
+    """What a view's query is, for its maintenance."""
+
+    PROJECTION = "projection"  # a filter and projection of one master
+    AGGREGATE = "aggregate"  # GROUP BY, DISTINCT or a global aggregate (of one master or a join)
+    JOIN = "join"  # an inner join of keyed masters
+    UNSUPPORTED = "unsupported"  # does not refresh fast: ``reason`` says why
 
 
 @dataclass(frozen=True)
@@ -89,7 +100,7 @@ class ViewPlan:
 
     sql: str
     query_hash: str
-    shape: str  # projection | aggregate | join | unsupported
+    shape: Shape
     reason: str | None = None
     masters: tuple[TableName, ...] = ()
     alias: str = ""
@@ -118,7 +129,7 @@ class ViewPlan:
 
     @property
     def supported(self) -> bool:
-        return self.shape != "unsupported"
+        return self.shape is not Shape.UNSUPPORTED
 
     @property
     def algebraic(self) -> bool:
@@ -126,7 +137,7 @@ class ViewPlan:
 
     @property
     def global_aggregate(self) -> bool:
-        return self.shape == "aggregate" and not self.groups
+        return self.shape is Shape.AGGREGATE and not self.groups
 
     @property
     def view_columns(self) -> tuple[str, ...]:
@@ -135,13 +146,13 @@ class ViewPlan:
     def describe(self) -> str:
         if not self.supported:
             return f"not fast-refreshable: {self.reason}"
-        if self.shape == "join":
+        if self.shape is Shape.JOIN:
             tables = ", ".join(f"{i.master} {i.alias}" for i in self.inputs)
             return (
                 f"inner join of {tables} (each row keyed by its tables' keys; the changed "
                 "keys' rows are joined again)"
             )
-        if self.shape == "projection":
+        if self.shape is Shape.PROJECTION:
             how = "keyed by " + ", ".join(self.key_columns) if self.keyed else "key-less, counted"
             return f"projection/filter of {self.masters[0]} ({how})"
         kinds = sorted({a.kind for a in self.aggregates}) or ["distinct"]
@@ -197,7 +208,9 @@ def _qualify(tree: exp.Expression, schema: dict[str, object]) -> exp.Expression:
 def _unsupported(
     sql: str, reason: str, masters: Sequence[TableName] = (), code: str = "unsupported_query"
 ) -> ViewPlan:
-    return ViewPlan(sql, query_hash(sql), "unsupported", reason, tuple(masters), reason_code=code)
+    return ViewPlan(
+        sql, query_hash(sql), Shape.UNSUPPORTED, reason, tuple(masters), reason_code=code
+    )
 
 
 def _first_offender(tree: exp.Expression) -> str | None:
@@ -382,7 +395,7 @@ def _plan_projection(
     if not key:
         hidden.append((f"{HIDDEN_PREFIX}multiplicity", ""))
     return ViewPlan(
-        shape="projection", outputs=outputs, hidden=tuple(hidden),
+        shape=Shape.PROJECTION, outputs=outputs, hidden=tuple(hidden),
         key_view_columns=tuple(key_view), **base,  # type: ignore[arg-type]
     )  # fmt: skip
 
@@ -420,7 +433,7 @@ def _plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
         if index in sums:
             hidden.append((f"{HIDDEN_PREFIX}sum_{index}", f"sum({arg_sql})"))
     return ViewPlan(
-        shape="aggregate", outputs=tuple(outputs), groups=tuple(groups),
+        shape=Shape.AGGREGATE, outputs=tuple(outputs), groups=tuple(groups),
         group_columns=tuple(group_columns), aggregates=tuple(aggregates),
         components=tuple(components), sum_components=frozenset(sums), hidden=tuple(hidden),
         **base,  # type: ignore[arg-type]
@@ -500,7 +513,7 @@ def _analyze_join(
     if aggregate:
         return _plan_aggregate(qualified, base)
     return ViewPlan(
-        shape="join",
+        shape=Shape.JOIN,
         outputs=tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)),
         key_view_columns=tuple(c for i in inputs for c in i.key_view_columns),
         hidden=tuple(hidden), **base,  # type: ignore[arg-type]

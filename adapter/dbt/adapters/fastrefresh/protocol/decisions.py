@@ -12,6 +12,27 @@ import enum
 from dataclasses import dataclass
 
 
+class Word(str, enum.Enum):
+    """A word of the protocol: compares, prints and is stored as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class RefreshType(Word):
+    FAST = "FAST"
+    COMPLETE = "COMPLETE"
+
+
+class Staleness(Word):
+    """Oracle's USER_MVIEWS.STALENESS, as the registry shows it."""
+
+    FRESH = "FRESH"  # up to date with its masters
+    STALE = "STALE"  # changes are pending; a fast refresh can apply them
+    NEEDS_COMPILE = "NEEDS_COMPILE"  # the definition or a master's columns changed
+    UNUSABLE = "UNUSABLE"  # only a complete refresh can bring it back
+
+
 class ReasonCode(str, enum.Enum):
     METHOD_COMPLETE = "method_complete"
     FULL_REFRESH = "full_refresh"

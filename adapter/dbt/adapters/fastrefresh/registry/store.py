@@ -35,7 +35,7 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
-from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode
+from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import Position
 from dbt.adapters.fastrefresh.registry import migration
@@ -361,7 +361,7 @@ def describe_view(
     staleness, why = staleness_of(env, record)
     if failure is not None and last is failure and failure.reason_code:
         code = ReasonCode(failure.reason_code)
-        staleness = "NEEDS_COMPILE" if code in NEEDS_COMPILE else "UNUSABLE"
+        staleness = Staleness.NEEDS_COMPILE if code in NEEDS_COMPILE else Staleness.UNUSABLE
         why = failure.error
     last_time = state.last_refresh_time
     if last is not None and last.status == "SUCCESS" and last.ended > last_time:
@@ -371,7 +371,7 @@ def describe_view(
         "refresh_method": state.refresh_method, "masters": [str(m) for m in config.masters],
         "shape": config.shape, "last_refresh_type": state.last_refresh_type,
         "last_refresh_time": last_time, "staleness": staleness,
-        "last_fallback_reason": state.last_fallback_reason if staleness != "UNUSABLE" or why is None else why,
+        "last_fallback_reason": state.last_fallback_reason if staleness is not Staleness.UNUSABLE or why is None else why,
         "view_snapshot": record.found.anchor, "master_snapshots": dict(state.master_snapshots),
         "master_schema_hash": config.master_schema_hash, "registered_at": config.registered_at,
         "definition": config.definition, "table_options": config.table_options,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
+from dbt.adapters.fastrefresh.ivm.analysis import Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, projection
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, MasterSource, Source, image_ctes
@@ -60,13 +60,13 @@ def delta_statement(
         old_pins: the master snapshots the view reflected before (an aggregate over a
             join joins each table's changes with the tables after it as they were).
     """
-    if plan.shape == "join":
+    if plan.shape is Shape.JOIN:
         logs = {m: s for m, s in sources.items() if isinstance(s, LogSource)}
         return join_merge(plan, target, logs, pins=pins)
     if plan.inputs:  # an aggregate over a join: every master's changes in one statement
         return aggregate.over_join(plan, target, sources, pins=pins, old_pins=old_pins)
     (source,) = sources.values()
-    if plan.shape == "projection":
+    if plan.shape is Shape.PROJECTION:
         ctes = image_ctes(plan, source)
         if plan.keyed:
             return projection.projection_keyed(plan, target, ctes)
@@ -76,7 +76,7 @@ def delta_statement(
 
 def notes(plan: ViewPlan) -> list[str]:
     """How the view's delta is computed, for ``explain_mview``."""
-    if plan.shape == "join":
+    if plan.shape is Shape.JOIN:
         return [
             "a join reads the changed keys from its logs and joins their rows from the "
             "masters at the pinned snapshots"

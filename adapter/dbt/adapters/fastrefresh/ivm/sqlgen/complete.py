@@ -8,7 +8,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -50,13 +50,13 @@ def complete_select(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> str
         return pin_tables(tree, pins).sql(dialect=DIALECT)
     tree = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
     assert isinstance(tree, exp.Select)
-    if plan.shape == "projection" and not plan.keyed:
+    if plan.shape is Shape.PROJECTION and not plan.keyed:
         names = ", ".join(q(o.name) for o in plan.outputs)
         return (
             f"SELECT *, count(1) OVER (PARTITION BY {names}) AS __fr_multiplicity "
             f"FROM ({tree.sql(dialect=DIALECT)}) __fr_q"
         )
-    if plan.shape == "aggregate" and tree.args.get("distinct") is not None:
+    if plan.shape is Shape.AGGREGATE and tree.args.get("distinct") is not None:
         tree.set("distinct", None)
         tree = tree.group_by(*[sqlglot.parse_one(g, read=DIALECT) for g in plan.groups], copy=False)
     extra = [f"{sql} AS {q(name)}" for name, sql in plan.hidden]
