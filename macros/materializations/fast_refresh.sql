@@ -10,12 +10,8 @@
   runs in the adapter's Python layer: adapter.fr_refresh_model.
 -#}
 {% materialization fast_refresh, adapter='fastrefresh' %}
+  {#- refresh_method is validated once, by the Python layer (RefreshMethod.parse). -#}
   {%- set method = config.get('refresh_method', 'force') -%}
-  {%- if method not in ['force', 'fast', 'complete'] -%}
-    {{ exceptions.raise_compiler_error(
-        "Model " ~ this ~ ": refresh_method must be 'force', 'fast' or 'complete', not '"
-        ~ method ~ "'. Fix: config(refresh_method='force') (fast when possible, else complete).") }}
-  {%- endif -%}
   {%- set file_format = config.get('file_format', 'iceberg') -%}
   {%- if file_format != 'iceberg' -%}
     {{ exceptions.raise_compiler_error(

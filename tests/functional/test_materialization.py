@@ -161,6 +161,9 @@ class TestFallbacksAndErrors(FastRefreshProject):
             "mv_window_force.sql": model(
                 "select pid, row_number() over (order by pid) as rn from {{ target.schema }}.t_mv"
             ),
+            "mv_bad_method.sql": model(
+                "select pid from {{ target.schema }}.t_mv", refresh_method="fastest"
+            ),
             "schema.yml": "version: 2\nmodels:\n  - name: mv_force\n    data_tests: [fast_refresh.equals_query, fast_refresh.is_fresh]\n",
         }
 
@@ -177,6 +180,11 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert out.count("COMPLETE refresh") >= 4 and "first build" in out
         _, out = run_dbt_and_capture(["run", "-s", "mv_window"], expect_pass=False)
         assert "Fast refresh of" in out and "window function" in out and "Fix:" in out
+        # A bad refresh_method fails the model, naming it, the value and the fix; no table.
+        _, out = run_dbt_and_capture(["run", "-s", "mv_bad_method"], expect_pass=False)
+        assert "mv_bad_method: refresh_method must be 'force', 'fast' or 'complete'" in out
+        assert "got 'fastest'. Fix: refresh_method='force'" in out
+        assert not project.run_sql(f"show tables in {s} like 'mv_bad_method'", fetch="all")
 
         project.run_sql(f"insert into {s}.t_mv values (21, 'shsnc')")
         _, out = run_dbt_and_capture(["run", "-s", "mv_force", "mv_fast", "mv_window_force"])

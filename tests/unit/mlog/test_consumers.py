@@ -1,18 +1,13 @@
-"""The protocol's pure decisions: usability of a log, purge plans, refresh times, the
-fallback reasons, upkeep counting."""
+"""How views consume a log: usability of a log, purge plans, refresh times (pure)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-import pytest
-
-from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta
 from dbt.adapters.fastrefresh.mlog.consumers import plan_purge, usability_problem
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
-from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import (
     Claim,
     Flavour,
@@ -101,105 +96,3 @@ def test_refresh_times_strictly_increase_per_log() -> None:
     )
     assert runtime.choose_time("m", T0, T2) == T2 + dt.timedelta(microseconds=1)
     assert runtime.choose_time("n", T3, T2) == T3
-
-
-def test_decide_orders_the_fallback_reasons() -> None:
-    from dbt.adapters.fastrefresh.engine.refresh import MasterState, ViewRecord, decide
-    from dbt.adapters.fastrefresh.iceberg.columns import Column
-    from dbt.adapters.fastrefresh.iceberg.tables import SnapshotInfo
-    from dbt.adapters.fastrefresh.ivm.analysis import analyze
-    from dbt.adapters.fastrefresh.protocol.state import ViewConfig, ViewState
-
-    name = TableName("s", "t")
-    columns = (Column("k", "bigint"), Column("v", "int"))
-    plan = analyze("select k, v from s.t", {name: list(columns)}, {name: ["k"]})
-    masters = [MasterState(TableMeta(name, True, "iceberg", columns, 3, {}), log())]
-    config = ViewConfig(plan.sql, plan.query_hash, "h", "projection", (name,), "", T0)
-    state = ViewState("force", "FAST", T1, None)
-    meta = TableMeta(V, True, "iceberg", (), 42, {})
-    view = ViewRecord(meta, config, state, Found("{}", 42, True))
-
-    def code(**kw: object) -> ReasonCode | None:
-        args = {"method": "fast", "full_refresh": False, "view": view, "plan": plan,
-                "masters": masters, "columns_hash": "h", **kw}  # fmt: skip
-        reason = decide(**args)  # type: ignore[arg-type]
-        return None if reason is None else reason.code
-
-    assert code() is None
-    assert code(method="complete") is ReasonCode.METHOD_COMPLETE
-    assert code(full_refresh=True) is ReasonCode.FULL_REFRESH
-    assert code(view=None) is ReasonCode.FIRST_BUILD
-    unregistered = ViewRecord(meta, None, state, view.found)
-    assert code(view=unregistered) is ReasonCode.NOT_REGISTERED
-    changed = analyze("select k from s.t", {name: list(columns)}, {name: ["k"]})
-    assert code(plan=changed) is ReasonCode.DEFINITION_CHANGED
-    assert code(columns_hash="other") is ReasonCode.MASTER_COLUMNS_CHANGED
-    written = Found("{}", 41, True, (SnapshotInfo(42, 41, "overwrite", None),))
-    assert code(view=ViewRecord(meta, config, state, written)) is ReasonCode.UNFINISHED
-    compacted = Found("{}", 41, True, (SnapshotInfo(42, 41, "replace", None),))
-    assert code(view=ViewRecord(meta, config, state, compacted)) is None, "compaction is no change"
-    no_log = [MasterState(masters[0].meta, None)]
-    assert code(masters=no_log) is ReasonCode.NO_LOG
-
-
-def test_an_unknown_refresh_method_is_refused_before_any_statement() -> None:
-    from dbt.adapters.fastrefresh.engine.inspection import refresh_mviews
-
-    class NoStatements:
-        kind = "sql"
-
-        def __getattr__(self, name: str) -> object:
-            raise AssertionError(f"nothing may be read or written: {name}")
-
-    env = Env(NoStatements(), NoStatements(), "reg")  # type: ignore[arg-type]
-    with pytest.raises(FastRefreshError, match=r"method must be one of.*got 'fats'.*Fix: "):
-        refresh_mviews(env, ["s.v"], "fats")
-
-
-def test_upkeep_expires_every_nth_commit_of_each_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dbt.adapters.fastrefresh.protocol import upkeep
-
-    monkeypatch.setattr(upkeep, "EVERY", 3)
-    runtime = Runtime()
-    a, b = TableName("s", "a"), TableName("s", "b")
-    assert [upkeep.due(runtime, a) for _ in range(7)] == [
-        False,
-        False,
-        True,
-        False,
-        False,
-        True,
-        False,
-    ]
-    assert [upkeep.due(runtime, b) for _ in range(3)] == [False, False, True], "each table alone"
-    with upkeep.reading(runtime, [b, b]):
-        assert [upkeep.due(runtime, b) for _ in range(5)] == [False] * 5, "not while being read"
-        with upkeep.reading(runtime, [a]):
-            pass
-        assert upkeep.due(runtime, a) is False
-    assert upkeep.due(runtime, b) is True, "due at the first commit after the reads end"
-    assert upkeep.due(runtime, b) is False
-
-
-def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
-    from dbt.adapters.fastrefresh.protocol.upkeep import expire_sql
-
-    sql = expire_sql(TableName("reg", "registry"), dt.datetime(2026, 1, 2, 3, 4, 5, 6), 10)
-    assert sql == (
-        "CALL system.expire_snapshots(table => 'reg.registry', "
-        "older_than => TIMESTAMP'2026-01-02 03:04:05.000006+00:00', retain_last => 10)"
-    )
-
-
-def test_every_reason_code_renders_a_fix_naming_its_objects() -> None:
-    """Each code's fix is a format string: it must render (a stray brace is a crash in the
-    error path) and keep no placeholder unfilled."""
-    from dbt.adapters.fastrefresh.protocol.decisions import Reason, ReasonCode
-
-    for code in ReasonCode:
-        fix = Reason(code, "detail").fix(master="db.t")
-        assert fix and "{master}" not in fix, code
-    no_log = Reason(ReasonCode.NO_LOG, "d").fix(master="db.t")
-    assert "{master: 'db.t'}" in no_log
-    keyed = Reason(ReasonCode.NO_KEYED_LOG, "d").fix(master="db.t")
-    assert "{master: '<table>', key: ['<key column>']}" in keyed

@@ -232,9 +232,6 @@ class FastrefreshAdapter(SparkAdapter):
         """DBMS_MVIEW.REFRESH with a list: names as a list or a comma-separated string."""
         if isinstance(names, str):
             names = [n.strip() for n in names.split(",") if n.strip()]
-        method = {"f": "fast", "c": "complete", "?": "force"}.get(
-            str(method).lower(), str(method).lower()
-        )
         env = self._env()
         results = inspection.refresh_mviews(env, list(names), method)
         return self._published(env, "\n".join(r.message() for r in results))

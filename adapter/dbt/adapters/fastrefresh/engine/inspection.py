@@ -10,7 +10,6 @@ from __future__ import annotations
 import sqlglot
 
 from dbt.adapters.fastrefresh.engine.refresh import (
-    METHODS,
     MasterState,
     RefreshResult,
     TableSpec,
@@ -28,7 +27,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan, tables_of
 from dbt.adapters.fastrefresh.mlog.capture import capture
 from dbt.adapters.fastrefresh.mlog.consumers import usability_problem
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
-from dbt.adapters.fastrefresh.protocol.decisions import Staleness
+from dbt.adapters.fastrefresh.protocol.decisions import RefreshMethod, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -165,14 +164,9 @@ def _next_delta(
     return ["  delta statement of the next fast refresh:", "    " + statement]
 
 
-def refresh_mviews(env: Env, names: list[str], method: str) -> list[RefreshResult]:
+def refresh_mviews(env: Env, names: list[str], method: object) -> list[RefreshResult]:
     """DBMS_MVIEW.REFRESH(list, method): refresh registered views from their definitions."""
-    if method not in METHODS:
-        raise FastRefreshError(
-            f"refresh_mviews: method must be one of {', '.join(METHODS)} (or Oracle's '?', "
-            f"'f', 'c'), got {method!r}. Fix: method='force' (fast when possible, else "
-            "complete)."
-        )
+    chosen = RefreshMethod.parse(method, where="refresh_mviews")
     results = []
     for name in names:
         view = TableName.parse(name)
@@ -184,7 +178,7 @@ def refresh_mviews(env: Env, names: list[str], method: str) -> list[RefreshResul
                 env,
                 view=view,
                 sql=record.config.definition,
-                method=method,
+                method=chosen,
                 exists=True,
                 table=spec,
             )

@@ -40,14 +40,18 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan, anal
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol import upkeep
-from dbt.adapters.fastrefresh.protocol.decisions import Reason, ReasonCode, RefreshType
+from dbt.adapters.fastrefresh.protocol.decisions import (
+    Reason,
+    ReasonCode,
+    RefreshMethod,
+    RefreshType,
+)
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE, ViewConfig, ViewState
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
 from dbt.adapters.fastrefresh.sqltext import TableName
 
-METHODS = ("force", "fast", "complete")
 # Under ``force``: a log range holding more rows than this fraction of the master's rows
 # refreshes completely: reading, sorting and netting that many log rows costs about as
 # much as rebuilding from the master. Ranges below CHEAP_RANGE rows are not checked.
@@ -193,7 +197,7 @@ def plan_of(env: Env, sql: str, masters: list[MasterState]) -> ViewPlan:
 
 def decide(
     *,
-    method: str,
+    method: RefreshMethod,
     full_refresh: bool,
     view: ViewRecord | None,
     plan: ViewPlan,
@@ -202,7 +206,7 @@ def decide(
 ) -> Reason | None:
     """Why the view cannot refresh fast, from what was read before any write (pure);
     None: it can, as far as this tells."""
-    if method == "complete":
+    if method is RefreshMethod.COMPLETE:
         return Reason(ReasonCode.METHOD_COMPLETE, "refresh_method is complete")
     if full_refresh:
         return Reason(ReasonCode.FULL_REFRESH, "--full-refresh")
@@ -240,7 +244,7 @@ def refresh_view(
     *,
     view: TableName,
     sql: str,
-    method: str,
+    method: object,
     full_refresh: bool = False,
     exists: bool = True,
     table: TableSpec | None = None,
@@ -250,18 +254,15 @@ def refresh_view(
     Args:
         view: the view's table.
         sql: its query, compiled (a SELECT over ``schema.table`` names).
-        method: ``force``, ``fast`` or ``complete`` (``refresh_method``).
+        method: ``force``, ``fast`` or ``complete`` (``refresh_method``; validated
+            here, once, for the materialization and ``refresh_mviews`` alike).
         full_refresh: ``dbt run --full-refresh``.
         exists: whether the view's table exists (dbt's relation cache says so).
         table: how its table is created on a complete refresh.
     """
-    if method not in METHODS:
-        raise FastRefreshError(
-            f"Model {view}: refresh_method must be one of {', '.join(METHODS)}, got {method!r}. "
-            "Fix: set refresh_method='force' (fast when possible, else complete)."
-        )
+    chosen = RefreshMethod.parse(method, where=f"Model {view}")
     with env.runtime.holding([f"view:{view}"]):
-        return _Refresh(env, view, sql, method, table or TableSpec()).run(
+        return _Refresh(env, view, sql, chosen, table or TableSpec()).run(
             full_refresh=full_refresh, exists=exists
         )
 
@@ -269,7 +270,9 @@ def refresh_view(
 class _Refresh:
     """The steps of one refresh, sharing what they read (``refresh_view``)."""
 
-    def __init__(self, env: Env, view: TableName, sql: str, method: str, table: TableSpec):
+    def __init__(
+        self, env: Env, view: TableName, sql: str, method: RefreshMethod, table: TableSpec
+    ):
         self.env, self.view, self.sql, self.method, self.table = env, view, sql, method, table
         self.started = time.monotonic()
         self.run_started = env.clock()
@@ -305,9 +308,9 @@ class _Refresh:
             reason = _plan_sources(plan, masters, self.setups, previous, sources)
         if reason is None:
             reason = _history_gone(env, plan, self.setups, sources, pins=pins, previous=previous)
-        if reason is None and self.method == "force":
+        if reason is None and self.method is RefreshMethod.FORCE:
             reason = _range_too_large(env, self.setups, pins)
-        if reason is not None and not reason.expected and self.method == "fast":
+        if reason is not None and not reason.expected and self.method is RefreshMethod.FAST:
             self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
             names = {"master": str(next((m.name for m in masters if m.log is None), ""))}
             raise FastRefreshError(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+
 
 class Word(str, enum.Enum):
     """A word of the protocol: compares, prints and is stored as its value."""
@@ -22,6 +24,29 @@ class Word(str, enum.Enum):
 class RefreshType(Word):
     FAST = "FAST"
     COMPLETE = "COMPLETE"
+
+
+class RefreshMethod(Word):
+    """How a view refreshes (the model's ``refresh_method``; Oracle's REFRESH FORCE/FAST/
+    COMPLETE, and DBMS_MVIEW.REFRESH's '?', 'f', 'c')."""
+
+    FORCE = "force"  # fast when possible, else complete, saying why
+    FAST = "fast"  # fast, or fail naming the cause and the fix
+    COMPLETE = "complete"  # always rebuild
+
+    @classmethod
+    def parse(cls, value: object, *, where: str) -> RefreshMethod:
+        """``value`` as a method (case-insensitive; Oracle's letters too), or an error
+        naming ``where`` it was given."""
+        text = str(value).strip().lower()
+        try:
+            return cls({"?": "force", "f": "fast", "c": "complete"}.get(text, text))
+        except ValueError:
+            raise FastRefreshError(
+                f"{where}: refresh_method must be 'force', 'fast' or 'complete' (or Oracle's "
+                f"'?', 'f', 'c'), got {value!r}. Fix: refresh_method='force' (fast when "
+                "possible, else complete, saying why)."
+            ) from None
 
 
 class Staleness(Word):

@@ -1,0 +1,89 @@
+"""The refresh's pure decisions: the order of fallback reasons, the method checked first."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta
+from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode, RefreshMethod
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import (
+    Flavour,
+    LogConfig,
+    new_log_state,
+)
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+T0 = dt.datetime(2026, 1, 1)
+T1, T2, T3 = (T0 + dt.timedelta(hours=h) for h in (1, 2, 3))
+V = TableName("s", "v")
+
+
+def log(**changes: object) -> LoadedLog:
+    config = LogConfig(
+        TableName("s", "t"), TableName("s", "mlog__t"), Flavour.TIMESTAMP, ("k",), ("v",),
+        ("k", "v"), False, T0, "inc",
+    )  # fmt: skip
+    state = new_log_state(T0, 1).replace(last_sequence=10, marked_sequence=10, **changes)
+    meta = TableMeta(config.log_table, True, "iceberg", (), 5, {})
+    return LoadedLog(config, state, meta, Found(state.to_json(), 5, True))
+
+
+def test_decide_orders_the_fallback_reasons() -> None:
+    from dbt.adapters.fastrefresh.engine.refresh import MasterState, ViewRecord, decide
+    from dbt.adapters.fastrefresh.iceberg.columns import Column
+    from dbt.adapters.fastrefresh.iceberg.tables import SnapshotInfo
+    from dbt.adapters.fastrefresh.ivm.analysis import analyze
+    from dbt.adapters.fastrefresh.protocol.state import ViewConfig, ViewState
+
+    name = TableName("s", "t")
+    columns = (Column("k", "bigint"), Column("v", "int"))
+    plan = analyze("select k, v from s.t", {name: list(columns)}, {name: ["k"]})
+    masters = [MasterState(TableMeta(name, True, "iceberg", columns, 3, {}), log())]
+    config = ViewConfig(plan.sql, plan.query_hash, "h", "projection", (name,), "", T0)
+    state = ViewState("force", "FAST", T1, None)
+    meta = TableMeta(V, True, "iceberg", (), 42, {})
+    view = ViewRecord(meta, config, state, Found("{}", 42, True))
+
+    def code(**kw: object) -> ReasonCode | None:
+        args = {"method": RefreshMethod.FAST, "full_refresh": False, "view": view, "plan": plan,
+                "masters": masters, "columns_hash": "h", **kw}  # fmt: skip
+        reason = decide(**args)  # type: ignore[arg-type]
+        return None if reason is None else reason.code
+
+    assert code() is None
+    assert code(method=RefreshMethod.COMPLETE) is ReasonCode.METHOD_COMPLETE
+    assert code(full_refresh=True) is ReasonCode.FULL_REFRESH
+    assert code(view=None) is ReasonCode.FIRST_BUILD
+    unregistered = ViewRecord(meta, None, state, view.found)
+    assert code(view=unregistered) is ReasonCode.NOT_REGISTERED
+    changed = analyze("select k from s.t", {name: list(columns)}, {name: ["k"]})
+    assert code(plan=changed) is ReasonCode.DEFINITION_CHANGED
+    assert code(columns_hash="other") is ReasonCode.MASTER_COLUMNS_CHANGED
+    written = Found("{}", 41, True, (SnapshotInfo(42, 41, "overwrite", None),))
+    assert code(view=ViewRecord(meta, config, state, written)) is ReasonCode.UNFINISHED
+    compacted = Found("{}", 41, True, (SnapshotInfo(42, 41, "replace", None),))
+    assert code(view=ViewRecord(meta, config, state, compacted)) is None, "compaction is no change"
+    no_log = [MasterState(masters[0].meta, None)]
+    assert code(masters=no_log) is ReasonCode.NO_LOG
+
+
+def test_an_unknown_refresh_method_is_refused_before_any_statement() -> None:
+    from dbt.adapters.fastrefresh.engine.inspection import refresh_mviews
+
+    class NoStatements:
+        kind = "sql"
+
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"nothing may be read or written: {name}")
+
+    env = Env(NoStatements(), NoStatements(), "reg")  # type: ignore[arg-type]
+    with pytest.raises(
+        FastRefreshError,
+        match=r"refresh_mviews: refresh_method must be 'force', 'fast' or 'complete'.*got 'fats'.*Fix: ",
+    ):
+        refresh_mviews(env, ["s.v"], "fats")

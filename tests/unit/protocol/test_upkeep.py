@@ -1,0 +1,49 @@
+"""Upkeep of our own tables: when snapshots are expired, and the statement that does it."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from dbt.adapters.fastrefresh.runtime.process import Runtime
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+T0 = dt.datetime(2026, 1, 1)
+T1, T2, T3 = (T0 + dt.timedelta(hours=h) for h in (1, 2, 3))
+V = TableName("s", "v")
+
+
+def test_upkeep_expires_every_nth_commit_of_each_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dbt.adapters.fastrefresh.protocol import upkeep
+
+    monkeypatch.setattr(upkeep, "EVERY", 3)
+    runtime = Runtime()
+    a, b = TableName("s", "a"), TableName("s", "b")
+    assert [upkeep.due(runtime, a) for _ in range(7)] == [
+        False,
+        False,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
+    assert [upkeep.due(runtime, b) for _ in range(3)] == [False, False, True], "each table alone"
+    with upkeep.reading(runtime, [b, b]):
+        assert [upkeep.due(runtime, b) for _ in range(5)] == [False] * 5, "not while being read"
+        with upkeep.reading(runtime, [a]):
+            pass
+        assert upkeep.due(runtime, a) is False
+    assert upkeep.due(runtime, b) is True, "due at the first commit after the reads end"
+    assert upkeep.due(runtime, b) is False
+
+
+def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
+    from dbt.adapters.fastrefresh.protocol.upkeep import expire_sql
+
+    sql = expire_sql(TableName("reg", "registry"), dt.datetime(2026, 1, 2, 3, 4, 5, 6), 10)
+    assert sql == (
+        "CALL system.expire_snapshots(table => 'reg.registry', "
+        "older_than => TIMESTAMP'2026-01-02 03:04:05.000006+00:00', retain_last => 10)"
+    )
