@@ -10,14 +10,15 @@
   runs in the adapter's Python layer: adapter.fr_refresh_model.
 -#}
 {% materialization fast_refresh, adapter='fastrefresh' %}
-  {#- refresh_method is validated once, by the Python layer (RefreshMethod.parse). -#}
-  {%- set method = config.get('refresh_method', 'force') -%}
-  {%- set file_format = config.get('file_format', 'iceberg') -%}
-  {%- if file_format != 'iceberg' -%}
-    {{ exceptions.raise_compiler_error(
-        "Model " ~ this ~ ": a fast_refresh view is stored as an Iceberg table, but file_format is '"
-        ~ file_format ~ "'. Fix: remove file_format or set file_format='iceberg'.") }}
-  {%- endif -%}
+  {%- set table_options -%}
+    {{ partition_cols(label="partitioned by") }} {{ clustered_cols(label="clustered by") }}
+    {{ location_clause() }} {{ comment_clause() }}
+  {%- endset -%}
+  {#- The config is validated once, before anything runs (ModelConfig.parse). -#}
+  {%- set fr_config = adapter.fr_model_config(
+        this, refresh_method=config.get('refresh_method', 'force'),
+        file_format=config.get('file_format', 'iceberg'), full_refresh=should_full_refresh(),
+        table_options=table_options, tblproperties=config.get('tblproperties')) -%}
 
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing = load_cached_relation(this) -%}
@@ -26,16 +27,9 @@
     {% do adapter.drop_relation(existing) %}
     {%- set existing = none -%}
   {%- endif -%}
-  {%- set table_options -%}
-    {{ partition_cols(label="partitioned by") }} {{ clustered_cols(label="clustered by") }}
-    {{ location_clause() }} {{ comment_clause() }}
-  {%- endset -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- set result = adapter.fr_refresh_model(
-        target_relation, existing, sql, refresh_method=method,
-        full_refresh=should_full_refresh(), table_options=table_options,
-        tblproperties=config.get('tblproperties', {})) -%}
+  {%- set result = adapter.fr_refresh_model(target_relation, existing, sql, fr_config) -%}
   {%- if result.get('type') == 'COMPLETE' -%}
     {{ log("fast_refresh " ~ this ~ ": COMPLETE refresh (" ~ result.reason ~ ")", info=true) }}
   {%- endif -%}

@@ -164,6 +164,15 @@ class TestFallbacksAndErrors(FastRefreshProject):
             "mv_bad_method.sql": model(
                 "select pid from {{ target.schema }}.t_mv", refresh_method="fastest"
             ),
+            "mv_bad_format.sql": model(
+                "select pid from {{ target.schema }}.t_mv",
+                file_format="delta",
+                pre_hook="create table {{ target.schema }}.hook_ran (x int) using iceberg",
+            ),
+            "mv_bad_props.sql": model(
+                "select pid from {{ target.schema }}.t_mv",
+                tblproperties={"fast_refresh.view-state": "{}"},
+            ),
             "schema.yml": "version: 2\nmodels:\n  - name: mv_force\n    data_tests: [fast_refresh.equals_query, fast_refresh.is_fresh]\n",
         }
 
@@ -185,6 +194,14 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert "mv_bad_method: refresh_method must be 'force', 'fast' or 'complete'" in out
         assert "got 'fastest'. Fix: refresh_method='force'" in out
         assert not project.run_sql(f"show tables in {s} like 'mv_bad_method'", fetch="all")
+        # The whole config is validated once, before the pre-hooks run.
+        _, out = run_dbt_and_capture(["run", "-s", "mv_bad_format"], expect_pass=False)
+        assert "mv_bad_format: a fast_refresh view is stored as an Iceberg table" in out
+        assert "file_format is 'delta'. Fix: remove file_format" in out
+        assert not project.run_sql(f"show tables in {s} like 'hook_ran'", fetch="all")
+        _, out = run_dbt_and_capture(["run", "-s", "mv_bad_props"], expect_pass=False)
+        assert "tblproperties sets 'fast_refresh.view-state'" in out and "Fix: remove it" in out
+        assert not project.run_sql(f"show tables in {s} like 'mv_bad_props'", fetch="all")
 
         project.run_sql(f"insert into {s}.t_mv values (21, 'shsnc')")
         _, out = run_dbt_and_capture(["run", "-s", "mv_force", "mv_fast", "mv_window_force"])

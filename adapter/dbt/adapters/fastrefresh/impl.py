@@ -9,17 +9,18 @@ Iceberg's Java API when Spark runs in this process (``iceberg_api``), else throu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.base import BaseRelation, available
 from dbt.adapters.spark.connections import SparkConnectionMethod
-from dbt.adapters.spark.impl import SparkAdapter
+from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import inspection, refresh
-from dbt.adapters.fastrefresh.engine.refresh import TableSpec
+from dbt.adapters.fastrefresh.engine.config import ModelConfig
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
@@ -35,10 +36,22 @@ def _parse_stub(*args: Any, **kwargs: Any) -> str:
     return ""
 
 
+@dataclass
+class FastrefreshConfig(SparkConfig):
+    """The model configs this adapter adds to dbt-spark's, declared to dbt.
+
+    ``refresh_method``: force (default), fast or complete; validated with the rest of a
+    fast_refresh model's config by ``engine.config.ModelConfig.parse``.
+    """
+
+    refresh_method: str | None = None
+
+
 class FastrefreshAdapter(SparkAdapter):
     """dbt-spark's adapter; every dbt-spark feature keeps working unchanged."""
 
     ConnectionManager: TypeAlias = FastrefreshConnectionManager  # type: ignore[assignment]
+    AdapterSpecificConfigs = FastrefreshConfig
 
     @classmethod
     def type(cls) -> str:
@@ -188,39 +201,41 @@ class FastrefreshAdapter(SparkAdapter):
         env = self._env()
         return self._published(env, admin.purge_mview_from_log(env, mview, master))
 
-    @available.parse(lambda *args, **kwargs: {})
-    def fr_refresh_model(
+    @available.parse(lambda *args, **kwargs: None)
+    def fr_model_config(
         self,
         relation: BaseRelation,
-        existing: BaseRelation | None,
-        sql: str,
         *,
-        refresh_method: str,
-        full_refresh: bool,
-        table_options: str,
-        tblproperties: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The fast_refresh materialization's one call: refresh the model's view.
+        refresh_method: Any = "force",
+        file_format: Any = "iceberg",
+        full_refresh: Any = False,
+        table_options: Any = "",
+        tblproperties: Any = None,
+    ) -> ModelConfig:
+        """A fast_refresh model's config, validated once before anything runs.
 
         Args:
-            relation: the model's relation; ``existing``: it as found (None: not built).
-            sql: the model's compiled SELECT.
-            refresh_method: ``force``, ``fast`` or ``complete`` (the model's config).
-            full_refresh: ``dbt run --full-refresh``: a complete refresh.
-            table_options: dbt-spark's PARTITIONED BY / CLUSTERED BY / LOCATION / COMMENT.
-            tblproperties: the model's table properties.
+            relation: the model's relation, named in errors.
+            refresh_method, file_format, full_refresh, table_options, tblproperties: the
+                model's config as dbt gives it (``ModelConfig.parse``).
         """
+        return ModelConfig.parse(
+            str(TableName.parse(relation)), refresh_method=refresh_method,
+            file_format=file_format, full_refresh=full_refresh, table_options=table_options,
+            tblproperties=tblproperties,
+        )  # fmt: skip
+
+    @available.parse(lambda *args, **kwargs: {})
+    def fr_refresh_model(
+        self, relation: BaseRelation, existing: BaseRelation | None, sql: str, config: ModelConfig
+    ) -> dict[str, Any]:
+        """The fast_refresh materialization's one refresh: the model's view, as ``config``
+        (``fr_model_config``) says. ``existing``: the relation as found (None: not built);
+        ``sql``: the model's compiled SELECT."""
         result = refresh.refresh_view(
-            self._env(),
-            view=TableName.parse(relation),
-            sql=sql,
-            method=str(refresh_method),
-            full_refresh=bool(full_refresh),
-            exists=existing is not None,
-            table=TableSpec(
-                table_options, {str(k): str(v) for k, v in (tblproperties or {}).items()}
-            ),
-        )
+            self._env(), view=TableName.parse(relation), sql=sql, method=config.method,
+            full_refresh=config.full_refresh, exists=existing is not None, table=config.table,
+        )  # fmt: skip
         return {
             "type": str(result.refresh_type), "reason": str(result.reason or ""),
             "message": result.message(), "log_rows": result.log_rows, "noop": result.noop,

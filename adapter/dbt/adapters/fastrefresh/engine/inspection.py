@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sqlglot
 
+from dbt.adapters.fastrefresh.engine.config import TableSpec
 from dbt.adapters.fastrefresh.engine.refresh import (
     MasterState,
     RefreshResult,
-    TableSpec,
     ViewRecord,
     load_masters,
     load_view,

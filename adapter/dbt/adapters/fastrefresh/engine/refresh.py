@@ -29,10 +29,10 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh import sqltext
+from dbt.adapters.fastrefresh.engine.config import TableSpec
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
 from dbt.adapters.fastrefresh.ivm import sqlgen
@@ -57,10 +57,6 @@ from dbt.adapters.fastrefresh.sqltext import TableName
 # much as rebuilding from the master. Ranges below CHEAP_RANGE rows are not checked.
 COMPLETE_ABOVE_FRACTION = 0.2
 CHEAP_RANGE = 20_000
-VIEW_PROPERTIES = {"format-version": "2"}
-# An unpartitioned view's MERGE needs no shuffle before its write (Iceberg's default hash
-# distribution adds one; about 0.1 s of a 1M-row view's MERGE here).
-UNPARTITIONED_VIEW_PROPERTIES = {**VIEW_PROPERTIES, "write.merge.distribution-mode": "none"}
 # A view of at most this many data files takes its delta as one INSERT OVERWRITE of the
 # view instead of a MERGE: a copy-on-write MERGE rewrites the files its changed rows are
 # in, which for so few files is all of them, and first runs the delta once more to find
@@ -108,25 +104,6 @@ class ViewRecord:
     state: ViewState | None
     found: Found
     data_files: int | None = None  # the view's data files now (None: not known)
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """How the view's table is created: dbt-spark's clauses and its table properties."""
-
-    options: str = ""  # PARTITIONED BY / CLUSTERED BY / LOCATION / COMMENT
-    properties: Mapping[str, str] = field(default_factory=dict)  # the model's tblproperties
-
-    def stored(self) -> str:
-        """The options as the view's configuration keeps them (whitespace folded)."""
-        return " ".join(self.options.split())
-
-    def table_properties(self) -> dict[str, str]:
-        if self.properties:
-            return {str(k): str(v) for k, v in self.properties.items()}
-        if "partitioned by" in self.options.lower():
-            return dict(VIEW_PROPERTIES)
-        return dict(UNPARTITIONED_VIEW_PROPERTIES)
 
 
 def load_masters(env: Env, sql: str) -> list[MasterState]:
@@ -609,10 +586,12 @@ def _avg_types(env: Env, plan: ViewPlan, pins: Mapping[TableName, int | None]) -
     args = sorted({a.arg for a in plan.aggregates if a.kind == "avg" and a.arg})
     if not args or not plan.supported:
         return {}
-    tree = sqlgen.pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
+    tree = sqlgen.pin_tables(plan.query(), pins)
     for arg in ("group", "distinct"):
         tree.set(arg, None)
-    tree = tree.select(*[f"typeof(avg({arg}))" for arg in args], append=False, dialect=DIALECT)
+    nodes = [plan.component_nodes[plan.components.index(arg)].copy() for arg in args]
+    types = [exp.Anonymous(this="typeof", expressions=[exp.Avg(this=n)]) for n in nodes]
+    tree = tree.select(*types, append=False, copy=False)
     tree.set("where", exp.Where(this=exp.false()))
     row = env.sql.query(tree.sql(dialect=DIALECT))[0]
     return dict(zip(args, [str(v) for v in row], strict=True))

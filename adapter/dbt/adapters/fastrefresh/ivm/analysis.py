@@ -78,9 +78,18 @@ class Aggregate:
 
 @dataclass(frozen=True)
 class Output:
+    """One output column of the query.
+
+    ``template``: an aggregate output's expression with each aggregate call replaced by the
+    placeholder ``:a<k>`` (the k-th of ``ViewPlan.aggregates``) and each GROUP BY
+    expression by ``:g<i>``, so that the delta writes it over new values by substitution
+    (``sqlgen.aggregate.fill``), never by matching rendered text.
+    """
+
     name: str
     sql: str  # expression over the qualified master alias (projection and group outputs)
     group: int | None = None  # index in ``groups`` when the output is a group expression
+    template: exp.Expression | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,24 @@ class ViewPlan:
     expressions: tuple[str, ...] = field(default=())  # output expressions as written
     inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
     reason_code: str | None = None  # decisions.ReasonCode value of ``reason``
+    # Trees, for the SQL generator to build statements from (never re-parsed from text):
+    tree: exp.Select | None = field(default=None, compare=False, repr=False)  # ``qualified``
+    group_nodes: tuple[exp.Expression, ...] = field(default=(), compare=False, repr=False)
+    component_nodes: tuple[exp.Expression, ...] = field(default=(), compare=False, repr=False)
+    hidden_nodes: tuple[exp.Expression | None, ...] = field(default=(), compare=False, repr=False)
+
+    def query(self) -> exp.Select:
+        """A fresh copy of the qualified query's tree, for a statement to change."""
+        assert self.tree is not None, "an unsupported plan has no qualified query"
+        return self.tree.copy()
+
+    def hidden_selects(self) -> list[exp.Expr]:
+        """The hidden columns as ``expression AS name`` trees (all but a multiplicity)."""
+        return [
+            exp.alias_(node.copy(), name, quoted=True)
+            for (name, _), node in zip(self.hidden, self.hidden_nodes, strict=True)
+            if node is not None
+        ]
 
     def columns_read_of(self, master: TableName) -> tuple[str, ...]:
         """The columns of ``master`` the query reads (over all its inputs, for a join)."""
@@ -315,7 +342,7 @@ def _plan(
         "sql": sql, "query_hash": query_hash(sql), "masters": (master,), "alias": alias,
         "filter": _render(where.this) if where is not None else None,
         "columns_read": tuple(sorted({c.name.lower() for c in qualified.find_all(exp.Column)})),
-        "qualified": _render(qualified),
+        "qualified": _render(qualified), "tree": qualified,
         "expressions": tuple(_render(s.unalias()) for s in selects), "keyed": bool(key),
         "key_columns": tuple(key),
     }  # fmt: skip
@@ -380,6 +407,7 @@ def _plan_projection(
     names = [s.alias_or_name for s in selects]
     outputs = tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True))
     hidden: list[tuple[str, str]] = []
+    nodes: list[exp.Expression | None] = []
     key_view: list[str] = []
     plain = {
         s.unalias().name.lower(): n
@@ -391,67 +419,80 @@ def _plan_projection(
             key_view.append(plain[k])
         else:
             hidden.append((f"{HIDDEN_PREFIX}k_{k}", f"{alias}.{k}"))
+            nodes.append(exp.column(k, table=alias))
             key_view.append(f"{HIDDEN_PREFIX}k_{k}")
     if not key:
         hidden.append((f"{HIDDEN_PREFIX}multiplicity", ""))
+        nodes.append(None)  # a window count over the outputs (sqlgen.complete)
     return ViewPlan(
         shape=Shape.PROJECTION, outputs=outputs, hidden=tuple(hidden),
-        key_view_columns=tuple(key_view), **base,  # type: ignore[arg-type]
+        hidden_nodes=tuple(nodes), key_view_columns=tuple(key_view),
+        **base,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
 def _plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
     """Plan an aggregate (GROUP BY, DISTINCT, or a global aggregate) of ``qualified``."""
     selects = list(qualified.expressions)
-    groups = _groups(qualified)
+    group_nodes = _groups(qualified)
+    groups = [_render(g) for g in group_nodes]
     components: list[str] = []
+    component_nodes: list[exp.Expression] = []
     sums: set[int] = set()
     aggregates: list[Aggregate] = []
     for node in (a for s in selects for a in s.find_all(exp.AggFunc)):
         kind, arg = _aggregate_kind(node)
         arg_sql = _render(arg) if arg is not None and kind != "other" else None
         component = None
-        if kind in ("count", "sum", "avg") and arg_sql is not None:
+        if kind in ("count", "sum", "avg") and arg is not None and arg_sql is not None:
             if arg_sql not in components:
                 components.append(arg_sql)
+                component_nodes.append(arg)
             component = components.index(arg_sql)
             if kind in ("sum", "avg"):
                 sums.add(component)
         aggregates.append(Aggregate(kind, arg_sql, _render(node), component))
-    outputs = _aggregate_outputs(selects, groups)
-    hidden = []
+    outputs = _aggregate_outputs(selects, group_nodes)
+    hidden: list[tuple[str, str]] = []
+    nodes: list[exp.Expression | None] = []
     group_columns = []
     for index, g in enumerate(groups):
         holder = next((o.name for o in outputs if o.group == index), None)
         if holder is None:
             holder = f"{HIDDEN_PREFIX}g_{index}"
             hidden.append((holder, g))
+            nodes.append(group_nodes[index])
         group_columns.append(holder)
     hidden.append((f"{HIDDEN_PREFIX}count", "count(*)"))
+    nodes.append(exp.Count(this=exp.Star()))
     for index, arg_sql in enumerate(components):
         hidden.append((f"{HIDDEN_PREFIX}cnt_{index}", f"count({arg_sql})"))
+        nodes.append(exp.Count(this=component_nodes[index].copy()))
         if index in sums:
             hidden.append((f"{HIDDEN_PREFIX}sum_{index}", f"sum({arg_sql})"))
+            nodes.append(exp.Sum(this=component_nodes[index].copy()))
     return ViewPlan(
         shape=Shape.AGGREGATE, outputs=tuple(outputs), groups=tuple(groups),
         group_columns=tuple(group_columns), aggregates=tuple(aggregates),
         components=tuple(components), sum_components=frozenset(sums), hidden=tuple(hidden),
+        group_nodes=tuple(g.copy() for g in group_nodes), hidden_nodes=tuple(nodes),
+        component_nodes=tuple(c.copy() for c in component_nodes),
         **base,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
-def _groups(qualified: exp.Select) -> list[str]:
+def _groups(qualified: exp.Select) -> list[exp.Expression]:
     """The aggregate's group expressions: GROUP BY's, or under DISTINCT the outputs."""
     group_node = qualified.args.get("group")
     selects = list(qualified.expressions)
     if group_node is not None:
-        groups = [_render(g) for g in group_node.expressions]
-        if any(isinstance(g, exp.Literal) for g in group_node.expressions):
+        groups = list(group_node.expressions)
+        if any(isinstance(g, exp.Literal) for g in groups):
             raise _Refused("GROUP BY by position (GROUP BY 1); name the expressions")
     elif qualified.args.get("distinct") is not None:
         if any(s.find(exp.AggFunc) for s in selects):
             raise _Refused("SELECT DISTINCT with aggregates")
-        groups = [_render(s.unalias()) for s in selects]
+        groups = [s.unalias() for s in selects]
     else:
         groups = []
     if len(set(groups)) != len(groups):
@@ -459,19 +500,43 @@ def _groups(qualified: exp.Select) -> list[str]:
     return groups
 
 
-def _aggregate_outputs(selects: Sequence[exp.Expression], groups: Sequence[str]) -> list[Output]:
+def _aggregate_outputs(
+    selects: Sequence[exp.Expression], groups: Sequence[exp.Expression]
+) -> list[Output]:
+    """Each output: a group expression (by index), or an expression over aggregate calls
+    and group expressions, kept as a template (``Output.template``)."""
     outputs = []
+    calls = 0  # aggregate calls of the outputs before this one
     for select in selects:
         name, body = select.alias_or_name, select.unalias()
         assert isinstance(body, exp.Expression)
-        text = _render(body)
-        if text in groups:
-            outputs.append(Output(name, text, groups.index(text)))
+        if body in groups:
+            outputs.append(Output(name, _render(body), groups.index(body)))
         elif body.find(exp.AggFunc) is not None:
-            outputs.append(Output(name, text))
+            template, calls = _template(body, groups, calls)
+            outputs.append(Output(name, _render(body), template=template))
         else:
             raise _Refused(f"output {name} is neither a GROUP BY expression nor an aggregate")
     return outputs
+
+
+def _template(
+    body: exp.Expression, groups: Sequence[exp.Expression], first: int
+) -> tuple[exp.Expression, int]:
+    """``body`` with its aggregate calls as ``:a<k>`` (numbered from ``first``, in the
+    order ``_plan_aggregate`` lists them) and group expressions outside them as ``:g<i>``;
+    and the number of the next call."""
+    copy = body.copy()
+    numbers = {id(node): first + n for n, node in enumerate(copy.find_all(exp.AggFunc))}
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if id(node) in numbers:
+            return exp.Placeholder(this=f"a{numbers[id(node)]}")
+        if node in groups:
+            return exp.Placeholder(this=f"g{groups.index(node)}")
+        return node
+
+    return copy.transform(swap, copy=False), first + len(numbers)
 
 
 def _join_offender(join: exp.Join) -> str | None:
@@ -501,13 +566,14 @@ def _analyze_join(
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
     _check_output_names(names, " (alias them, e.g. b.id AS b_id)")
-    inputs, hidden = _join_inputs(qualified, keys, with_keys=not aggregate)
+    inputs, hidden, nodes = _join_inputs(qualified, keys, with_keys=not aggregate)
     where = qualified.args.get("where")
     base: dict[str, object] = {
         "sql": sql, "query_hash": query_hash(sql), "masters": tuple(masters),
         "filter": _render(where.this) if where is not None else None,
         "columns_read": tuple(sorted({c for i in inputs for c in i.columns_read})),
-        "qualified": _render(qualified), "keyed": True, "inputs": tuple(inputs),
+        "qualified": _render(qualified), "tree": qualified, "keyed": True,
+        "inputs": tuple(inputs),
         "expressions": tuple(_render(s.unalias()) for s in selects),
     }  # fmt: skip
     if aggregate:
@@ -516,7 +582,7 @@ def _analyze_join(
         shape=Shape.JOIN,
         outputs=tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)),
         key_view_columns=tuple(c for i in inputs for c in i.key_view_columns),
-        hidden=tuple(hidden), **base,  # type: ignore[arg-type]
+        hidden=tuple(hidden), hidden_nodes=tuple(nodes), **base,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -556,9 +622,9 @@ def _qualified_join(
 
 def _join_inputs(
     qualified: exp.Select, keys: dict[TableName, list[str]], *, with_keys: bool
-) -> tuple[list[JoinInput], list[tuple[str, str]]]:
+) -> tuple[list[JoinInput], list[tuple[str, str]], list[exp.Expression]]:
     """Each joined table as an input (``with_keys``: its key kept in the view, hidden when
-    not an output), and the hidden key columns."""
+    not an output), and the hidden key columns (as text and as trees)."""
     plain = {
         (s.unalias().table.lower(), s.unalias().name.lower()): s.alias_or_name
         for s in qualified.expressions
@@ -566,6 +632,7 @@ def _join_inputs(
     }
     inputs: list[JoinInput] = []
     hidden: list[tuple[str, str]] = []
+    nodes: list[exp.Expression] = []
     for index, table in enumerate(qualified.find_all(exp.Table)):
         master = TableName(table.db.lower(), table.name.lower())
         alias = table.alias_or_name
@@ -577,6 +644,7 @@ def _join_inputs(
             if holder is None:
                 holder = f"{HIDDEN_PREFIX}j{index}_{k}"
                 hidden.append((holder, f"{alias}.{k}"))
+                nodes.append(exp.column(k, table=alias))
             key_view.append(holder)
         read = sorted(
             {
@@ -586,4 +654,4 @@ def _join_inputs(
             }
         )
         inputs.append(JoinInput(alias, master, tuple(keys[master]), tuple(key_view), tuple(read)))
-    return inputs, hidden
+    return inputs, hidden, nodes

@@ -18,7 +18,7 @@ from pathlib import Path
 from dbt.adapters.fastrefresh.runtime.jars import ensure_iceberg_jars
 
 DEFAULT_STATE_DIR = ".fastrefresh"
-LOG4J_CONFIG = Path(__file__).resolve().parents[2] / "include" / "fastrefresh" / "log4j2.properties"
+LOG4J_CONFIG = Path(__file__).resolve().parents[3] / "include" / "fastrefresh" / "log4j2.properties"
 MIN_JAVA, MAX_JAVA = 8, 17  # the Java releases Spark 3.5 supports
 
 

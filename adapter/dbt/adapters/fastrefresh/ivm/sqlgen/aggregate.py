@@ -9,14 +9,12 @@ from the pinned masters. Over a join, the changed rows come from the delta rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
-import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin, read_from
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Aggregate, ViewPlan
+from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, q, render
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -34,6 +32,13 @@ def aggregate_rows(plan: ViewPlan) -> str:
     where = f" WHERE {plan.filter}" if plan.filter else ""
     cols = ", ".join([*aggregate_columns(plan), f"{plan.alias}.__fr_sign AS __fr_sign"])
     return f"SELECT {cols} FROM imgs {plan.alias}{where}"
+
+
+def _aggregate_selects(plan: ViewPlan) -> list[exp.Expr]:
+    """``aggregate_columns`` as trees."""
+    return [exp.alias_(g.copy(), f"__fr_g_{i}") for i, g in enumerate(plan.group_nodes)] + [
+        exp.alias_(arg.copy(), f"__fr_a_{j}") for j, arg in enumerate(plan.component_nodes)
+    ]
 
 
 def join_delta_rows(
@@ -60,46 +65,54 @@ def join_delta_rows(
     for i, inp in enumerate(plan.inputs):
         if inp.master not in images:
             continue
-        tree = sqlglot.parse_one(plan.qualified, read=DIALECT)
-        assert isinstance(tree, exp.Select)
+        tree = plan.query()
         for table in tree.find_all(exp.Table):
             j = position[table.alias_or_name.lower()]
             if j != i:
                 pin(table, (pins if j < i else old_pins).get(plan.inputs[j].master))
-        read_from(tree, inp.alias, f"SELECT * FROM {images[inp.master]}")
+        read_from(tree, inp.alias, exp.select("*").from_(images[inp.master]))
         for arg in ("group", "distinct", "having", "order"):
             tree.set(arg, None)
-        columns = [*aggregate_columns(plan), f"{inp.alias}.__fr_sign AS __fr_sign"]
-        tree = tree.select(*columns, append=False, dialect=DIALECT, copy=False)
+        sign = exp.alias_(exp.column("__fr_sign", table=inp.alias), "__fr_sign")
+        tree = tree.select(*_aggregate_selects(plan), sign, append=False, copy=False)
         parts.append(tree.sql(dialect=DIALECT))
     return ctes, " UNION ALL ".join(parts)
 
 
-def _replace(
-    sql: str,
-    plan: ViewPlan,
-    aggregate_value: Mapping[str, str],
-    group_value: Sequence[str],
-) -> str:
-    """An output expression over new component values instead of aggregate calls."""
-    tree = sqlglot.parse_one(sql, read=DIALECT)
-    groups = list(plan.groups)
+def fill(
+    template: exp.Expression,
+    aggregates: Sequence[exp.Expression],
+    groups: Sequence[exp.Expression],
+) -> exp.Expression:
+    """An aggregate output (its ``Output.template``) over new values: the k-th aggregate
+    call's placeholder ``:a<k>`` by ``aggregates[k]``, a group's ``:g<i>`` by ``groups[i]``."""
 
-    def swap(node: Any) -> Any:
-        text = node.sql(dialect=DIALECT)
-        if isinstance(node, exp.AggFunc) and text in aggregate_value:
-            return sqlglot.parse_one(aggregate_value[text], read=DIALECT)
-        if text in groups and not isinstance(node, exp.AggFunc):
-            return sqlglot.parse_one(group_value[groups.index(text)], read=DIALECT)
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder):
+            pool = aggregates if node.name.startswith("a") else groups
+            return pool[int(node.name[1:])].copy()
         return node
 
-    return tree.transform(swap).sql(dialect=DIALECT)
+    return template.transform(swap)
+
+
+def _col(table: str, name: str) -> exp.Column:
+    return exp.column(name, table=table)
+
+
+def _cast(value: exp.Expression, to: str) -> exp.Cast:
+    """``CAST(value AS to)``, always (``exp.cast`` drops a cast to the type it has)."""
+    return exp.Cast(this=value, to=exp.DataType.build(to, dialect=DIALECT))
+
+
+def _coalesce0(value: exp.Expression) -> exp.Coalesce:
+    return exp.Coalesce(this=value, expressions=[exp.Literal.number(0)])
 
 
 def _component_values(
     plan: ViewPlan, side: str | None, avg_types: Mapping[str, str], types: Mapping[str, str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(new hidden column values, new value of each aggregate call).
+) -> tuple[dict[str, exp.Expression], list[exp.Expression]]:
+    """(new hidden column values, new value of each aggregate call, by its index).
 
     ``side`` 't' for an existing group (old value + delta), None for a new group. Each
     value has the type of the call it stands for: a sum is cast to its hidden column's type
@@ -108,38 +121,49 @@ def _component_values(
     average divides that sum as Spark's AVG does, then takes AVG's type.
     """
 
-    def new(name: str, delta: str) -> str:
-        return f"(t.{name} + s.{delta})" if side else f"s.{delta}"
+    def new(name: str, delta: str) -> exp.Expression:
+        if side:
+            return exp.Paren(this=exp.Add(this=_col("t", name), expression=_col("s", delta)))
+        return _col("s", delta)
 
-    hidden = {"__fr_count": new("__fr_count", "__fr_d_count")}
+    hidden: dict[str, exp.Expression] = {"__fr_count": new("__fr_count", "__fr_d_count")}
     for j in range(len(plan.components)):
         count = new(f"__fr_cnt_{j}", f"__fr_d_cnt_{j}")
         hidden[f"__fr_cnt_{j}"] = count
         if j in plan.sum_components:
-            total = (
-                f"coalesce(t.__fr_sum_{j}, 0) + coalesce(s.__fr_d_sum_{j}, 0)"
+            total: exp.Expression = (
+                exp.Add(
+                    this=_coalesce0(_col("t", f"__fr_sum_{j}")),
+                    expression=_coalesce0(_col("s", f"__fr_d_sum_{j}")),
+                )
                 if side
-                else f"s.__fr_d_sum_{j}"
+                else _col("s", f"__fr_d_sum_{j}")
             )
-            hidden[f"__fr_sum_{j}"] = f"IF({count} = 0, NULL, {total})"
+            hidden[f"__fr_sum_{j}"] = exp.If(
+                this=exp.EQ(this=count.copy(), expression=exp.Literal.number(0)),
+                true=exp.Null(), false=total,
+            )  # fmt: skip
 
-    def typed(name: str) -> str:
-        return f"CAST({hidden[name]} AS {types[name]})"
+    def typed(name: str) -> exp.Cast:
+        return _cast(hidden[name].copy(), types[name])
 
-    values: dict[str, str] = {}
-    for agg in plan.aggregates:
-        if agg.kind == "count_star":
-            values[agg.node_sql] = typed("__fr_count")
-        elif agg.kind == "count":
-            values[agg.node_sql] = typed(f"__fr_cnt_{agg.component}")
-        elif agg.kind == "sum":
-            values[agg.node_sql] = typed(f"__fr_sum_{agg.component}")
-        elif agg.kind == "avg":
-            c = agg.component
-            ratio = f"{typed(f'__fr_sum_{c}')} / {typed(f'__fr_cnt_{c}')}"
-            kind = avg_types.get(agg.arg or "")
-            values[agg.node_sql] = f"CAST({ratio} AS {kind})" if kind else f"({ratio})"
-    return hidden, values
+    return hidden, [_aggregate_value(agg, typed, avg_types) for agg in plan.aggregates]
+
+
+def _aggregate_value(
+    agg: Aggregate, typed: Callable[[str], exp.Cast], avg_types: Mapping[str, str]
+) -> exp.Expression:
+    """The new value of one algebraic aggregate call, from the new hidden columns."""
+    if agg.kind == "count_star":
+        return typed("__fr_count")
+    if agg.kind == "count":
+        return typed(f"__fr_cnt_{agg.component}")
+    if agg.kind == "sum":
+        return typed(f"__fr_sum_{agg.component}")
+    c = agg.component
+    ratio = exp.Div(this=typed(f"__fr_sum_{c}"), expression=typed(f"__fr_cnt_{c}"))
+    kind = avg_types.get(agg.arg or "")
+    return _cast(ratio, kind) if kind else exp.Paren(this=ratio)
 
 
 def aggregate_signed(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: str) -> str:
@@ -163,20 +187,19 @@ def aggregate_signed(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: 
     )
     old_hidden, old_values = _component_values(plan, "t", avg_types, types)
     new_hidden, new_values = _component_values(plan, None, avg_types, types)
-    group_t = [f"t.{q(c)}" for c in plan.group_columns]
-    group_s = [f"s.__fr_g_{i}" for i in range(len(plan.groups))]
-    update = {n: f"CAST({v} AS {types[n]})" for n, v in old_hidden.items()}
-    inserts = {
-        column: f"CAST(s.__fr_g_{i} AS {types[column]})"
-        for i, column in enumerate(plan.group_columns)
-    }
-    inserts.update({n: f"CAST({v} AS {types[n]})" for n, v in new_hidden.items()})
+    group_t = [_col("t", c) for c in plan.group_columns]
+    group_s = [_col("s", f"__fr_g_{i}") for i in range(len(plan.groups))]
+
+    def text(value: exp.Expression, column: str) -> str:
+        return _cast(value, types[column]).sql(dialect=DIALECT)
+
+    update = {n: text(v, n) for n, v in old_hidden.items()}
+    inserts = {column: text(group_s[i], column) for i, column in enumerate(plan.group_columns)}
+    inserts.update({n: text(v, n) for n, v in new_hidden.items()})
     for o in plan.outputs:
-        if o.group is None:
-            old = _replace(o.sql, plan, old_values, group_t)
-            update[o.name] = f"CAST({old} AS {types[o.name]})"
-            new = _replace(o.sql, plan, new_values, group_s)
-            inserts[o.name] = f"CAST({new} AS {types[o.name]})"
+        if o.template is not None:
+            update[o.name] = text(fill(o.template, old_values, group_t), o.name)
+            inserts[o.name] = text(fill(o.template, new_values, group_s), o.name)
     if plan.global_aggregate:
         return render(plan, target, Merge(source, None, update))
     on = " AND ".join(f"t.{q(c)} <=> s.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
@@ -197,19 +220,22 @@ def aggregate_recompute(
 ) -> str:
     """Recompute the groups the changes touched, from the pinned masters."""
     cols = list(plan.view_columns)
-    full = complete_select(plan, pins)
+    tree = complete_tree(plan, pins)
     taken = {c: f"s.{q(c)}" for c in cols}
     if plan.global_aggregate:
         source = (
-            f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}) SELECT * FROM ({full}) __fr_re "
-            "WHERE EXISTS (SELECT 1 FROM __fr_rows)"
+            f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}) SELECT * FROM "
+            f"({tree.sql(dialect=DIALECT)}) __fr_re WHERE EXISTS (SELECT 1 FROM __fr_rows)"
         )
         return render(plan, target, Merge(source, None, taken))
     affected = ", ".join(f"__fr_g_{i}" for i in range(len(plan.groups)))
-    tree = sqlglot.parse_one(full, read=DIALECT)
-    assert isinstance(tree, exp.Select)
-    semi = " AND ".join(f"{g} <=> __fr_ag.__fr_g_{i}" for i, g in enumerate(plan.groups))
-    tree = tree.join("__fr_ag", on=semi, join_type="left semi", dialect=DIALECT, copy=False)
+    semi = exp.and_(
+        *(
+            exp.NullSafeEQ(this=g.copy(), expression=_col("__fr_ag", f"__fr_g_{i}"))
+            for i, g in enumerate(plan.group_nodes)
+        )
+    )
+    tree = tree.join(exp.to_table("__fr_ag"), on=semi, join_type="left semi", copy=False)
     back = " AND ".join(f"re.{q(c)} <=> ag.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
     picks = ", ".join(f"re.{q(c)}" for c in cols)
     source = (

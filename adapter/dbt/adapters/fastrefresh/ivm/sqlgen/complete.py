@@ -21,15 +21,10 @@ def pin(table: exp.Table, snapshot: int | None) -> None:
         )
 
 
-def read_from(tree: exp.Select, alias: str, select: str) -> None:
+def read_from(tree: exp.Select, alias: str, select: exp.Select) -> None:
     """Read the query's table ``alias`` from ``select`` (changed rows) instead."""
     table = next(t for t in tree.find_all(exp.Table) if t.alias_or_name.lower() == alias.lower())
-    table.replace(
-        exp.Subquery(
-            this=sqlglot.parse_one(select, read=DIALECT),
-            alias=exp.TableAlias(this=exp.to_identifier(alias)),
-        )
-    )
+    table.replace(exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))))
 
 
 def pin_tables(tree: Any, pins: Mapping[TableName, int | None]) -> Any:
@@ -48,18 +43,23 @@ def complete_select(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> str
         except sqlglot.errors.SqlglotError:
             return plan.sql
         return pin_tables(tree, pins).sql(dialect=DIALECT)
-    tree = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
-    assert isinstance(tree, exp.Select)
     if plan.shape is Shape.PROJECTION and not plan.keyed:
         names = ", ".join(q(o.name) for o in plan.outputs)
         return (
             f"SELECT *, count(1) OVER (PARTITION BY {names}) AS __fr_multiplicity "
-            f"FROM ({tree.sql(dialect=DIALECT)}) __fr_q"
+            f"FROM ({complete_tree(plan, pins).sql(dialect=DIALECT)}) __fr_q"
         )
+    return complete_tree(plan, pins).sql(dialect=DIALECT)
+
+
+def complete_tree(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> exp.Select:
+    """The qualified query on pinned masters with the hidden columns it computes (a
+    DISTINCT as the GROUP BY it is); a key-less projection's multiplicity excepted."""
+    tree = pin_tables(plan.query(), pins)
     if plan.shape is Shape.AGGREGATE and tree.args.get("distinct") is not None:
         tree.set("distinct", None)
-        tree = tree.group_by(*[sqlglot.parse_one(g, read=DIALECT) for g in plan.groups], copy=False)
-    extra = [f"{sql} AS {q(name)}" for name, sql in plan.hidden]
+        tree = tree.group_by(*[g.copy() for g in plan.group_nodes], copy=False)
+    extra = plan.hidden_selects()
     if extra:
-        tree = tree.select(*extra, dialect=DIALECT, copy=False)
-    return tree.sql(dialect=DIALECT)
+        tree = tree.select(*extra, copy=False)
+    return tree

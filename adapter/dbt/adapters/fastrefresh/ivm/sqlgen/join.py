@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
@@ -80,8 +79,16 @@ def _changed_keys(plan: ViewPlan, sources: Mapping[TableName, LogSource]) -> _Ke
     return found
 
 
-def _on(alias: str, cte_alias: str, keys: Sequence[str]) -> str:
-    return " AND ".join(f"{alias}.{q(k)} = {cte_alias}.{q(k)}" for k in keys)
+def _quoted(table: str, column: str) -> exp.Column:
+    """``table.`column```: the column name quoted as ``q`` quotes it."""
+    return exp.Column(this=exp.to_identifier(column, quoted=True), table=exp.to_identifier(table))
+
+
+def _key_match(alias: str, cte_alias: str, keys: Sequence[str]) -> exp.Expr:
+    """``alias.k = cte_alias.k`` for every key column ``k``, as a tree."""
+    return exp.and_(
+        *(exp.EQ(this=_quoted(alias, k), expression=_quoted(cte_alias, k)) for k in keys)
+    )  # fmt: skip
 
 
 def _inserts(
@@ -93,11 +100,10 @@ def _inserts(
 ) -> list[str]:
     """The rows to insert: input i's part holds its changed keys and none of the changed
     keys of the inputs before it, so no row is inserted twice."""
-    base = pin_tables(sqlglot.parse_one(plan.qualified, read=DIALECT), pins)
-    assert isinstance(base, exp.Select)
-    extra = [f"{sql} AS {q(name)}" for name, sql in plan.hidden]
+    base = pin_tables(plan.query(), pins)
+    extra = plan.hidden_selects()
     if extra:
-        base = base.select(*extra, dialect=DIALECT, copy=False)
+        base = base.select(*extra, copy=False)
     casts = ", ".join(
         f"CAST(__fr_p.{q(c)} AS {target.types[c]}) AS {q(c)}" for c in plan.view_columns
     )
@@ -105,20 +111,23 @@ def _inserts(
     for n, (i, inp) in enumerate(changed):
         part = base.copy()
         if inp.master in keys.images:
-            read_from(
-                part, inp.alias, f"SELECT * FROM {keys.images[inp.master]} WHERE __fr_sign = 1"
+            inserted = (
+                exp.select("*")
+                .from_(keys.images[inp.master])
+                .where(exp.EQ(this=exp.column("__fr_sign"), expression=exp.Literal.number(1)))
             )
+            read_from(part, inp.alias, inserted)
         else:
             part = part.join(
-                f"{keys.cte[inp.master]} AS __fr_in{i}",
-                on=_on(inp.alias, f"__fr_in{i}", inp.key_columns),
-                join_type="left semi", dialect=DIALECT, copy=False,
+                exp.to_table(keys.cte[inp.master]).as_(f"__fr_in{i}"),
+                on=_key_match(inp.alias, f"__fr_in{i}", inp.key_columns),
+                join_type="left semi", copy=False,
             )  # fmt: skip
         for j, before in changed[:n]:
             part = part.join(
-                f"{keys.cte[before.master]} AS __fr_out{j}",
-                on=_on(before.alias, f"__fr_out{j}", before.key_columns),
-                join_type="left anti", dialect=DIALECT, copy=False,
+                exp.to_table(keys.cte[before.master]).as_(f"__fr_out{j}"),
+                on=_key_match(before.alias, f"__fr_out{j}", before.key_columns),
+                join_type="left anti", copy=False,
             )  # fmt: skip
         parts.append(f"SELECT {casts}, 'I' AS __fr_op FROM ({part.sql(dialect=DIALECT)}) __fr_p")
     return parts

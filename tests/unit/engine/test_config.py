@@ -1,0 +1,52 @@
+"""ModelConfig: a fast_refresh model's config, validated once (engine/config.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dbt.adapters.fastrefresh.engine.config import (
+    UNPARTITIONED_VIEW_PROPERTIES,
+    VIEW_PROPERTIES,
+    ModelConfig,
+    TableSpec,
+)
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.protocol.decisions import RefreshMethod
+
+
+def test_defaults() -> None:
+    config = ModelConfig.parse("s.v")
+    assert config == ModelConfig(RefreshMethod.FORCE, False, TableSpec("", {}))
+    assert config.table.table_properties() == UNPARTITIONED_VIEW_PROPERTIES
+
+
+def test_values_are_typed() -> None:
+    config = ModelConfig.parse(
+        "s.v", refresh_method="C", file_format="Iceberg", full_refresh=1,
+        table_options=" partitioned by (d)\\n ", tblproperties={"a": True, "b": 2},
+    )  # fmt: skip
+    assert config.method is RefreshMethod.COMPLETE and config.full_refresh is True
+    assert config.table.properties == {"a": "true", "b": "2"}
+    assert config.table.stored() == "partitioned by (d)\\n"
+    assert ModelConfig.parse(
+        "s.v", table_options="PARTITIONED BY (d)"
+    ).table.table_properties() == (VIEW_PROPERTIES)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"refresh_method": "fastest"}, "Model s.v: refresh_method must be 'force', 'fast'"),
+        ({"file_format": "delta"}, "file_format is 'delta'. Fix: remove file_format"),
+        ({"tblproperties": "x=1"}, "tblproperties must be a mapping"),
+        ({"tblproperties": {"Fast_Refresh.log": "1"}}, "hold dbt-fastrefresh's own state"),
+        ({"tblproperties": {"a": None}}, "tblproperties['a'] must be a string"),
+        ({"tblproperties": {"a": [1]}}, "Fix: give it a scalar value"),
+    ],
+)
+def test_bad_values_name_model_cause_and_fix(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(FastRefreshError) as raised:
+        ModelConfig.parse("s.v", **kwargs)  # type: ignore[arg-type]
+    text = raised.value.msg
+    assert text.startswith("Model s.v: ") and "Fix:" in text
+    assert message in text
