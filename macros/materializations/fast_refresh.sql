@@ -6,6 +6,8 @@
                     | fast (fail, naming cause and fix, when a fast refresh is impossible)
                     | complete (always rebuild)
     partition_by, clustered_by, buckets, location_root, tblproperties, persist_docs: as dbt-spark
+  The logs of the tables it reads (dbt nodes it ref()s or source()s) are created when
+  missing, unless a node says mview_log: false (engine/upstream.py).
   The storage is always an Iceberg table. The protocol (capture, setup, delta, wrap-up)
   runs in the adapter's Python layer: adapter.fr_refresh_model.
 -#}
@@ -18,7 +20,8 @@
   {%- set fr_config = adapter.fr_model_config(
         this, refresh_method=config.get('refresh_method', 'force'),
         file_format=config.get('file_format', 'iceberg'), full_refresh=should_full_refresh(),
-        table_options=table_options, tblproperties=config.get('tblproperties')) -%}
+        table_options=table_options, tblproperties=config.get('tblproperties'),
+        model=model, graph=graph) -%}
 
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing = load_cached_relation(this) -%}
@@ -30,6 +33,9 @@
 
   {{ run_hooks(pre_hooks) }}
   {%- set result = adapter.fr_refresh_model(target_relation, existing, sql, fr_config) -%}
+  {%- for created in result.get('logs_created', []) -%}
+    {{ log("fast_refresh " ~ this ~ ": " ~ created, info=true) }}
+  {%- endfor -%}
   {%- if result.get('type') == 'COMPLETE' -%}
     {{ log("fast_refresh " ~ this ~ ": COMPLETE refresh (" ~ result.reason ~ ")", info=true) }}
   {%- endif -%}

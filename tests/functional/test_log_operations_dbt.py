@@ -20,7 +20,11 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
         output = op("create_mview_log", master=master, columns=[])
         assert f"created materialized view log {schema}.mlog__t_ty" in output
         output = op_failing("create_mview_log", master=master)
-        assert "already has a materialized view log" in output
+        assert "already has a materialized view log" in output and "if_not_exists" in output
+        output = op("create_mview_log", master=master, if_not_exists=True)
+        assert (
+            f"materialized view log {schema}.mlog__t_ty on {master} already exists: kept" in output
+        )
         project.run_sql(f"insert into {master} values (1, 'ty')")
         project.run_sql(f"insert into {master} values (2, 'snc')")
         project.run_sql(f"update {master} set pname = 'shsnc' where pid = 2")

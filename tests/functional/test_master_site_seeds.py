@@ -293,6 +293,9 @@ def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:
     mlog.create_mview_log(site.env, f"{site.schema}.k", commit_scn=True, key=["id"])
     with pytest.raises(FastRefreshError, match=r"(?s)already has a materialized view log.*Fix: "):
         mlog.create_mview_log(site.env, f"{site.schema}.k")
+    # IF NOT EXISTS keeps the log as it is, whatever options it is given.
+    kept = mlog.create_mview_log(site.env, f"{site.schema}.k", key=[], if_not_exists=True)
+    assert "already exists: kept" in kept
     assert site.log("k").flavour == "COMMIT_SCN"
     columns = [r[0] for r in site.sql(f"DESCRIBE TABLE {site.schema}.mlog__k")]
     assert "snaptime__" not in columns, "commit-SCN logs carry no snaptime (seed 002)"

@@ -114,7 +114,16 @@ def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
         ("select order_id from shop.orders limit 5", "LIMIT"),
         ("select order_id, rand() r from shop.orders", "rand()"),
         ("select order_id, current_timestamp() t from shop.orders", "current_timestamp"),
-        ("with x as (select * from shop.orders) select * from x", "WITH"),
+        (
+            "with x as (select status, count(*) n from shop.orders group by status) "
+            "select * from x where n > 1",
+            "the CTE or derived table x, which cannot be merged",
+        ),
+        (
+            "select * from (select order_id from shop.orders limit 3) top3",
+            "derived table top3",
+        ),
+        ("with x as (select * from shop.other) select * from x", "not a known master"),
         ("select order_id from shop.orders where customer_id in (select 1)", "subquery"),
         ("select order_id from shop.other", "not a known master"),
         ("select order_id as __fr_x from shop.orders", "reserved"),
@@ -124,6 +133,62 @@ def test_unsupported_constructs_are_named(sql: str, construct: str) -> None:
     p = plan(sql)
     assert p.shape == "unsupported"
     assert construct in (p.reason or "")
+
+
+def test_import_and_renaming_ctes_are_inlined() -> None:
+    """dbt's style: an import CTE, a renaming and casting CTE, a final select *."""
+    p = plan(
+        "with source as (select * from shop.orders), "
+        "renamed as (select order_id as id, cast(amount as double) as amount_usd, status "
+        "from source where status <> 'void'), "
+        "final as (select * from renamed) select * from final"
+    )
+    assert p.shape == "projection" and p.keyed, p.reason
+    assert [o.name for o in p.outputs] == ["id", "amount_usd", "status"]
+    assert p.key_view_columns == ("id",) and p.hidden == ()
+    assert p.filter == "orders.status <> 'void'"
+
+
+def test_ctes_and_derived_tables_under_joins_and_aggregates() -> None:
+    p = plan(
+        "with o as (select * from shop.orders), c as (select customer_id as cid, region "
+        "from shop.customers) select c.region, sum(o.amount) as total from o "
+        "join c on o.customer_id = c.cid group by c.region"
+    )
+    assert p.shape == "aggregate" and [i.master for i in p.inputs] == [M, C], p.reason
+    assert p.groups == ("customers.region",)
+    d = plan(
+        "select x.customer_id, count(*) as n from (select * from shop.orders "
+        "where amount > 0) x group by x.customer_id"
+    )
+    assert d.shape == "aggregate" and d.filter == "orders.amount > 0", d.reason
+    # An ephemeral model, as dbt compiles it, read twice (a self-join).
+    e = plan(
+        "with __dbt__cte__stg as (select order_id, customer_id from shop.orders) "
+        "select a.order_id, b.order_id as other from __dbt__cte__stg a "
+        "join __dbt__cte__stg b on a.customer_id = b.customer_id"
+    )
+    assert e.shape == "join" and len(e.inputs) == 2, e.reason
+
+
+def test_inlining_keeps_the_original_query_for_the_hash() -> None:
+    sql = "with s as (select * from shop.orders) select order_id from s"
+    p = plan(sql)
+    assert p.sql == sql and p.query_hash == query_hash(sql)
+    assert p.qualified == "SELECT orders.order_id AS order_id FROM shop.orders AS orders"
+
+
+def test_a_views_hidden_columns_are_not_part_of_its_star() -> None:
+    """A view over a fast_refresh view: ``select *`` gives the user's columns only."""
+    view = TableName("marts", "revenue")
+    columns = {
+        view: [Column("customer_id", "bigint"), Column("total", "double"),
+               Column("__fr_count", "bigint"), Column("__fr_sum_0", "double")],
+    }  # fmt: skip
+    p = analyze("select * from marts.revenue where total > 0", columns, {view: ["customer_id"]})
+    assert p.shape == "projection" and [o.name for o in p.outputs] == ["customer_id", "total"]
+    named = analyze("select customer_id, __fr_count from marts.revenue", columns, {})
+    assert named.shape == "unsupported" and "__fr_count" in (named.reason or "")
 
 
 def test_inner_join_keeps_every_tables_key() -> None:

@@ -21,6 +21,7 @@ from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import inspection, refresh
 from dbt.adapters.fastrefresh.engine.config import ModelConfig
+from dbt.adapters.fastrefresh.engine.upstream import ensure_logs, upstream_of
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
@@ -170,11 +171,14 @@ class FastrefreshAdapter(SparkAdapter):
         commit_scn: bool = False,
         key: list[str] | None = None,
         purge: str = "deferred",
+        *,
+        if_not_exists: bool = False,
     ) -> str:
         env = self._env()
         message = mlog.create_mview_log(
-            env, master, columns=columns, commit_scn=bool(commit_scn), key=key, purge=purge
-        )
+            env, master, columns=columns, commit_scn=bool(commit_scn), key=key, purge=purge,
+            if_not_exists=bool(if_not_exists),
+        )  # fmt: skip
         return self._published(env, message)
 
     @available.parse(_parse_stub)
@@ -211,6 +215,8 @@ class FastrefreshAdapter(SparkAdapter):
         full_refresh: Any = False,
         table_options: Any = "",
         tblproperties: Any = None,
+        model: Any = None,
+        graph: Any = None,
     ) -> ModelConfig:
         """A fast_refresh model's config, validated once before anything runs.
 
@@ -218,11 +224,13 @@ class FastrefreshAdapter(SparkAdapter):
             relation: the model's relation, named in errors.
             refresh_method, file_format, full_refresh, table_options, tblproperties: the
                 model's config as dbt gives it (``ModelConfig.parse``).
+            model, graph: the model's node and dbt's graph, for the tables it reads.
         """
+        upstream = upstream_of(model, graph) if model and graph else ()
         return ModelConfig.parse(
             str(TableName.parse(relation)), refresh_method=refresh_method,
             file_format=file_format, full_refresh=full_refresh, table_options=table_options,
-            tblproperties=tblproperties,
+            tblproperties=tblproperties, upstream=upstream,
         )  # fmt: skip
 
     @available.parse(lambda *args, **kwargs: {})
@@ -232,11 +240,14 @@ class FastrefreshAdapter(SparkAdapter):
         """The fast_refresh materialization's one refresh: the model's view, as ``config``
         (``fr_model_config``) says. ``existing``: the relation as found (None: not built);
         ``sql``: the model's compiled SELECT."""
+        env = self._env()
+        created = ensure_logs(env, config.upstream)
         result = refresh.refresh_view(
-            self._env(), view=TableName.parse(relation), sql=sql, method=config.method,
+            env, view=TableName.parse(relation), sql=sql, method=config.method,
             full_refresh=config.full_refresh, exists=existing is not None, table=config.table,
         )  # fmt: skip
         return {
+            "logs_created": created,
             "type": str(result.refresh_type), "reason": str(result.reason or ""),
             "message": result.message(), "log_rows": result.log_rows, "noop": result.noop,
             "seconds": round(result.seconds, 3),

@@ -9,10 +9,11 @@ them as dbt-spark's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.protocol.decisions import RefreshMethod
 
@@ -53,11 +54,14 @@ class ModelConfig:
         method: ``refresh_method`` (force, fast or complete).
         full_refresh: ``dbt run --full-refresh`` (or the model's ``full_refresh`` config).
         table: how the view's table is created (dbt-spark's clauses, ``tblproperties``).
+        upstream: the tables the model reads, from dbt's graph, and their ``mview_log``
+            settings (``engine/upstream.py``).
     """
 
     method: RefreshMethod = RefreshMethod.FORCE
     full_refresh: bool = False
     table: TableSpec = field(default_factory=TableSpec)
+    upstream: tuple[Upstream, ...] = ()
 
     @classmethod
     def parse(
@@ -69,6 +73,7 @@ class ModelConfig:
         full_refresh: object = False,
         table_options: object = "",
         tblproperties: object = None,
+        upstream: Sequence[Upstream] = (),
     ) -> ModelConfig:
         """The config of ``model`` from dbt's values, or an error naming the bad one.
 
@@ -80,6 +85,7 @@ class ModelConfig:
             table_options: dbt-spark's rendered PARTITIONED BY / CLUSTERED BY / LOCATION /
                 COMMENT clauses.
             tblproperties: a mapping of property names to scalar values.
+            upstream: the tables the model reads (``upstream.upstream_of``).
         """
         where = f"Model {model}"
         if str(file_format or "iceberg").strip().lower() != "iceberg":
@@ -91,6 +97,7 @@ class ModelConfig:
             method=RefreshMethod.parse(refresh_method, where=where),
             full_refresh=bool(full_refresh),
             table=TableSpec(str(table_options or ""), _properties(where, tblproperties)),
+            upstream=tuple(upstream),
         )
 
 

@@ -410,6 +410,7 @@ class _Refresh:
             table_properties={str(k): str(v) for k, v in self.table.properties.items()},
             registered_at=record.config.registered_at if record and record.config else self._now(),  # type: ignore[arg-type]
             avg_types=_avg_types(env, plan, pins),
+            key_columns=view_key(plan),
         )
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
@@ -578,6 +579,14 @@ def _history_gone(
                 "then",
             )
     return None
+
+
+def view_key(plan: ViewPlan) -> tuple[str, ...]:
+    """The view columns that identify a view row: a keyed projection's or a join's key
+    columns (none for an aggregate, whose group values may be NULL, or a key-less view)."""
+    if plan.shape in (Shape.PROJECTION, Shape.JOIN) and plan.keyed:
+        return tuple(dict.fromkeys(plan.key_view_columns))
+    return ()
 
 
 def _avg_types(env: Env, plan: ViewPlan, pins: Mapping[TableName, int | None]) -> dict[str, str]:

@@ -37,10 +37,17 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.ivm.inline import (
+    HIDDEN_PREFIX,
+    InlineError,
+    derived_table,
+    inline,
+    needs_inlining,
+    visible,
+)
 from dbt.adapters.fastrefresh.protocol.decisions import Word
 from dbt.adapters.fastrefresh.sqltext import TableName
 
-HIDDEN_PREFIX = "__fr_"
 DIALECT = "spark"
 
 # Functions whose value is not a function of the row: a view using them cannot be
@@ -322,6 +329,8 @@ def _plan(
     master_columns: dict[TableName, list[Column]],
     keys: dict[TableName, list[str]],
 ) -> ViewPlan:
+    if needs_inlining(tree):
+        tree = _inlined(tree, masters, master_columns)
     if not isinstance(tree, exp.Select):
         what = type(tree).__name__.upper()
         if isinstance(tree, exp.Union | exp.Intersect | exp.Except):
@@ -351,6 +360,27 @@ def _plan(
     return _plan_projection(qualified, alias, key, base)
 
 
+def _inlined(
+    tree: exp.Expr, masters: list[TableName], master_columns: dict[TableName, list[Column]]
+) -> exp.Expr:
+    """The query with its CTEs and derived tables merged in (``inline.py``), or refused
+    naming the one that cannot be."""
+    for table in tree.find_all(exp.Table):
+        if table.db:
+            _master_of(table, master_columns)
+    try:
+        merged = inline(tree, {m: master_columns[m] for m in masters})
+    except InlineError as exc:
+        raise _Refused(f"the query uses CTEs or derived tables, and {exc}") from exc
+    left = derived_table(merged)
+    if left is not None:
+        raise _Refused(
+            f"the query reads the CTE or derived table {left}, which cannot be merged into it "
+            "(it aggregates, is DISTINCT, or uses a window, LIMIT or set operation)"
+        )
+    return merged
+
+
 def _is_aggregate(select: exp.Select) -> bool:
     return bool(
         select.args.get("group")
@@ -369,7 +399,7 @@ def _single_table(
         raise _Refused("the query must read exactly one table in FROM")
     master = _master_of(tables[0], master_columns)
     columns = master_columns[master]
-    schema: dict[str, object] = {master.schema: {master.table: {c.name: c.type for c in columns}}}
+    schema: dict[str, object] = {master.schema: {master.table: visible(columns)}}
     try:
         qualified = _qualify(tree, schema)
     except SqlglotError as exc:
@@ -611,7 +641,7 @@ def _qualified_join(
                 code="no_keyed_log",
             )
         tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
-        tables[master.table] = {c.name: c.type for c in master_columns[master]}
+        tables[master.table] = visible(master_columns[master])
     try:
         qualified = _qualify(tree, schema)
     except SqlglotError as exc:

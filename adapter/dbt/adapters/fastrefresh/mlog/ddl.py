@@ -202,6 +202,7 @@ def create_mview_log(
     commit_scn: bool = False,
     key: Sequence[str] | None = None,
     purge: str = PurgeMode.DEFERRED.value,
+    if_not_exists: bool = False,
 ) -> str:
     """Create the log of a master (Oracle: CREATE MATERIALIZED VIEW LOG).
 
@@ -213,6 +214,8 @@ def create_mview_log(
             key-less log.
         purge: when consumed rows go: ``deferred`` (default: once per dbt invocation, at
             its end) or ``synchronous`` (in each refresh's wrap-up, as Oracle does).
+        if_not_exists: when the master already has a log, keep it and say so instead of
+            failing (Oracle 23's ``IF NOT EXISTS``); the options given are not compared.
     """
     master = TableName.parse(master_name)
     mode = _purge_mode(purge)
@@ -226,7 +229,8 @@ def create_mview_log(
         )
     log_table = log_table_for(master)
     with env.runtime.holding([log_lock(log_table)]):
-        _check_name_free(env, master, log_table)
+        if _check_name_free(env, master, log_table, if_not_exists=if_not_exists):
+            return f"materialized view log {log_table} on {master} already exists: kept"
         names = [c.name for c in meta.columns]
         key_columns = _resolve_key(meta, master, key)
         logged = _logged(master, names, key_columns, columns)
@@ -263,14 +267,21 @@ def _purge_mode(purge: object) -> PurgeMode:
         ) from None
 
 
-def _check_name_free(env: Env, master: TableName, log_table: TableName) -> None:
+def _check_name_free(
+    env: Env, master: TableName, log_table: TableName, *, if_not_exists: bool = False
+) -> bool:
+    """Whether ``master`` already has its log (only under ``if_not_exists``); an error when
+    it has one otherwise, or when another table holds the log's name."""
     existing = env.tables.load(log_table, fresh=True)
     if existing is None:
-        return
+        return False
+    if LOG_CONFIG in existing.properties and if_not_exists:
+        return True
     if LOG_CONFIG in existing.properties:
         raise FastRefreshError(
             f"{master} already has a materialized view log, {log_table}. Fix: use "
-            f"it, or drop it first with fast_refresh.drop_mview_log('{master}')."
+            f"it, pass if_not_exists=true to keep it, or drop it first with "
+            f"fast_refresh.drop_mview_log('{master}')."
         )
     raise FastRefreshError(
         f"A table {log_table} exists but is not a materialized view log (the name is "

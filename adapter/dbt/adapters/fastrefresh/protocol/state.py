@@ -264,6 +264,9 @@ class ViewConfig:
     table_properties: Mapping[str, str] = field(default_factory=dict)  # the model's own
     # Spark's result type of each AVG(arg) of the query, so incremental averages match
     avg_types: Mapping[str, str] = field(default_factory=dict)
+    # The view columns that identify a row (a keyed projection's or a join's keys; none
+    # for an aggregate): the key of a log created on the view for views over it
+    key_columns: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return _dumps(
@@ -277,6 +280,7 @@ class ViewConfig:
                 "registered_at": stamp(self.registered_at),
                 "table_properties": dict(self.table_properties),
                 "avg_types": dict(self.avg_types),
+                "key_columns": list(self.key_columns),
             }
         )
 
@@ -293,6 +297,7 @@ class ViewConfig:
             registered_at=_req_stamp(d["registered_at"]),
             table_properties=dict(d.get("table_properties") or {}),
             avg_types=dict(d.get("avg_types") or {}),
+            key_columns=tuple(d.get("key_columns") or ()),
         )
 
 

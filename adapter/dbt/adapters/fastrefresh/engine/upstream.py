@@ -1,0 +1,115 @@
+"""The tables a model reads, found in dbt's graph, and the logs created on them for it.
+
+A ``fast_refresh`` model over other dbt nodes (sources, seeds, snapshots, ``table``,
+``incremental`` or ``fast_refresh`` models; ephemeral models are looked through) needs a
+materialized view log on each of them to refresh fast. ``ensure_logs`` creates the missing
+ones before the model's refresh, idempotently, unless the upstream node says
+``mview_log: false``. The key of a created log:
+
+- ``mview_log: {key: [...]}`` on the upstream node (``config`` of a model, seed or
+  snapshot; ``meta`` of a source), with any other ``create_mview_log`` option;
+- else, for a ``fast_refresh`` upstream, the view's own key (a keyed projection's or a
+  join's key columns, kept in its configuration); an aggregate view gets a key-less log
+  (its group values may be NULL, which a key may not);
+- else the table's Iceberg identifier fields; a key-less log when it has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.mlog.ddl import create_mview_log, load_log
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, ViewConfig
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+READ_KINDS = ("model", "seed", "snapshot", "source")
+LOG_OPTIONS = ("key", "columns", "commit_scn", "purge")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One table a model reads, and what its node says of its log.
+
+    ``log``: None (create one when missing, keyed as the module says), False (never), True
+    (create one with ``options``, ``create_mview_log``'s arguments).
+    """
+
+    relation: TableName
+    node: str  # the node's unique_id, for messages
+    log: bool | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def upstream_of(model: Mapping[str, Any], graph: Mapping[str, Any]) -> tuple[Upstream, ...]:
+    """The tables ``model`` (a node of dbt's graph) reads, through ephemeral models.
+
+    Args:
+        model: the model's node (``unique_id``, ``depends_on``).
+        graph: dbt's flat graph (``nodes``, ``sources``).
+    """
+    nodes: Mapping[str, Any] = {**(graph.get("nodes") or {}), **(graph.get("sources") or {})}
+    found: dict[TableName, Upstream] = {}
+    seen: set[str] = set()
+    todo = list((model.get("depends_on") or {}).get("nodes") or [])
+    while todo:
+        uid = todo.pop(0)
+        node = nodes.get(uid)
+        if uid in seen or node is None or node.get("resource_type") not in READ_KINDS:
+            continue
+        seen.add(uid)
+        config = node.get("config") or {}
+        if config.get("materialized") == "ephemeral":
+            todo += list((node.get("depends_on") or {}).get("nodes") or [])
+            continue
+        relation = node.get("relation_name")
+        if not relation:
+            continue
+        name = TableName.parse(relation)
+        setting = config.get("mview_log", (node.get("meta") or {}).get("mview_log"))
+        found.setdefault(name, Upstream(name, uid, *_log_setting(uid, setting)))
+    return tuple(found.values())
+
+
+def _log_setting(uid: str, setting: Any) -> tuple[bool | None, Mapping[str, Any]]:
+    """(create or not, the options) from a node's ``mview_log``."""
+    if setting is None or setting is True:
+        return None, {}
+    if setting is False:
+        return False, {}
+    if isinstance(setting, Mapping) and set(setting) <= set(LOG_OPTIONS):
+        return True, dict(setting)
+    raise FastRefreshError(
+        f"{uid}: mview_log must be true, false or a mapping of create_mview_log options "
+        f"({', '.join(LOG_OPTIONS)}), got {setting!r}. Fix: mview_log: {{key: [id]}}."
+    )
+
+
+def ensure_logs(env: Env, upstream: Sequence[Upstream]) -> list[str]:
+    """Create the missing logs of ``upstream`` (see the module docstring); what was done."""
+    done = []
+    for up in upstream:
+        if up.log is False or load_log(env, up.relation) is not None:
+            continue
+        meta = env.tables.load(up.relation)
+        if meta is None or not meta.iceberg:
+            continue  # the refresh says why it cannot be fast
+        options = dict(up.options)
+        if "key" not in options:
+            options["key"] = _view_key(meta.properties)
+        done.append(
+            create_mview_log(env, up.relation, **options, if_not_exists=True)
+            + f" (for the models that read {up.node})"
+        )
+    return done
+
+
+def _view_key(properties: Mapping[str, str]) -> list[str] | None:
+    """A fast_refresh view's key (None: not a view; use the identifier fields)."""
+    text = properties.get(VIEW_CONFIG)
+    if text is None:
+        return None
+    return list(ViewConfig.from_json(text).key_columns)

@@ -1,0 +1,58 @@
+"""The tables a model reads, from dbt's graph (engine/upstream.py), without Spark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh.engine.upstream import Upstream, upstream_of
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+def node(uid: str, kind: str, relation: str | None, *deps: str, **config: Any) -> dict[str, Any]:
+    return {
+        "unique_id": uid, "resource_type": kind, "relation_name": relation,
+        "config": {"materialized": "table", **config}, "depends_on": {"nodes": list(deps)},
+        "meta": config.pop("meta", {}),
+    }  # fmt: skip
+
+
+GRAPH = {
+    "nodes": {
+        "model.p.stg": node("model.p.stg", "model", "`an`.`stg`", "source.p.shop.orders"),
+        "model.p.eph": node("model.p.eph", "model", None, "model.p.stg", materialized="ephemeral"),
+        "seed.p.regions": node("seed.p.regions", "seed", "`an`.`regions`", mview_log={"key": ["id"]}),
+        "model.p.skip": node("model.p.skip", "model", "`an`.`skip`", mview_log=False),
+        "test.p.t": node("test.p.t", "test", None),
+    },
+    "sources": {
+        "source.p.shop.orders": {
+            "unique_id": "source.p.shop.orders", "resource_type": "source",
+            "relation_name": "shop.orders", "config": {}, "meta": {"mview_log": {"commit_scn": True}},
+        },
+    },
+}  # fmt: skip
+
+
+def test_reads_through_ephemeral_models_once_each() -> None:
+    model = {"depends_on": {"nodes": ["model.p.eph", "model.p.stg", "seed.p.regions", "test.p.t"]}}
+    assert upstream_of(model, GRAPH) == (
+        Upstream(TableName("an", "stg"), "model.p.stg", None, {}),
+        Upstream(TableName("an", "regions"), "seed.p.regions", True, {"key": ["id"]}),
+    )
+
+
+def test_settings_of_sources_and_models() -> None:
+    found = upstream_of({"depends_on": {"nodes": ["source.p.shop.orders", "model.p.skip"]}}, GRAPH)
+    assert [(u.relation, u.log, dict(u.options)) for u in found] == [
+        (TableName("shop", "orders"), True, {"commit_scn": True}),
+        (TableName("an", "skip"), False, {}),
+    ]
+
+
+def test_a_bad_setting_names_the_node_and_the_fix() -> None:
+    graph = {"nodes": {"model.p.x": node("model.p.x", "model", "a.x", mview_log={"keys": ["id"]})}}
+    with pytest.raises(FastRefreshError, match=r"model.p.x: mview_log must be .* Fix: "):
+        upstream_of({"depends_on": {"nodes": ["model.p.x"]}}, graph)
