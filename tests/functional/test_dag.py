@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import rm_file, run_dbt, run_dbt_and_capture, write_file
 
 from tests.functional.dbt_project import FastRefreshProject
 
@@ -189,3 +189,30 @@ class TestDagRefreshesFast(FastRefreshProject):
                 assert f"FAST refresh of {s}.{name}" in out, (round_, name, out)
             assert "COMPLETE refresh" not in out, out
             run_dbt(["test"])
+
+        # A model renamed leaves its old table behind, and one removed with its table
+        # dropped by hand: neither holds its log back once the next run has passed.
+        models = project.project_root / "models"
+        write_file(MODELS["mart_region_copy.sql"], models, "mart_region_renamed.sql")
+        rm_file(models, "mart_region_copy.sql")
+        rm_file(models, "mart_open_by_customer.sql")
+        write_file(MODELS["schema.yml"].split("  - name: mart_open")[0], models, "schema.yml")
+        project.run_sql(f"drop table {s}.mart_open_by_customer")
+        _dml(project, rng, next_id)
+        out = _run(["run"])
+        renamed = (
+            f"released {s}.mart_region_copy from the log of {s}.mart_region_revenue: it is no "
+            "longer a model of this dbt project"
+        )
+        dropped = (
+            f"released {s}.mart_open_by_customer from the log of {s}.stg_orders: its table is gone"
+        )
+        assert renamed in out and dropped in out, out
+        users = self.rows(project, f"select mview from {s}_reg.mview_log_users order by mview")
+        assert (f"{s}.mart_region_copy",) not in users and (
+            f"{s}.mart_open_by_customer",
+        ) not in users
+        _dml(project, rng, next_id)
+        _run(["run"])
+        for log in ("mlog__mart_region_revenue", "mlog__stg_orders"):
+            assert self.rows(project, f"select count(*) from {s}.{log}") == [(0,)], log

@@ -1,5 +1,5 @@
 """Log administration (Oracle's DBMS_MVIEW): PURGE_LOG, PURGE_MVIEW_FROM_LOG,
-UNREGISTER_MVIEW.
+UNREGISTER_MVIEW, and the end-of-run release of views that are gone.
 
 A log row may go once every view registered on the log has consumed it (the wrap-up's
 purge, ``mlog.consumers.purge``). ``purge_log`` may cut deeper, dooming the least recently
@@ -146,3 +146,36 @@ def unregister_mview(env: Env, mview_name: object) -> str:
         else ""
     )
     return f"unregistered {mview}{note}"
+
+
+def release_orphans(env: Env, project_views: set[TableName] | None = None) -> list[str]:
+    """Release the claims of registered views that no longer hold their logs back.
+
+    Looks at the logs this invocation changed or left for a purge. A view registered on
+    one is released (``purge_mview_from_log``; its rows purged when no other view needs
+    them) when its table is gone or is no longer a fast_refresh view (dropped, or rebuilt
+    by another materialization), and, given ``project_views`` (the fast_refresh models of
+    the dbt project), when it sits in one of their schemas but is not one of them: a model
+    removed from the project or renamed, whose old table dbt leaves behind. What was done,
+    a line per view.
+    """
+    journal = env.runtime.journal(env.registry)
+    schemas = {v.schema for v in project_views or ()}
+    done = []
+    for master in sorted(journal.logs | journal.to_purge):
+        log = load_log(env, TableName.parse(master))
+        for user in sorted(log.state.users) if log is not None else []:
+            view = TableName.parse(user)
+            meta = env.tables.load(view, fresh=True)
+            if meta is None or VIEW_CONFIG not in meta.properties:
+                why = "its table is gone or is no longer a fast_refresh view"
+            elif project_views is not None and view.schema in schemas and view not in project_views:
+                why = (
+                    "it is no longer a model of this dbt project (removed or renamed; drop "
+                    f"its table {view} if it is not needed)"
+                )
+            else:
+                continue
+            released = purge_mview_from_log(env, view, master)
+            done.append(f"released {view} from the log of {master}: {why} ({released})")
+    return done

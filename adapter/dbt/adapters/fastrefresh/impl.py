@@ -21,7 +21,11 @@ from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import inspection, refresh
 from dbt.adapters.fastrefresh.engine.config import ModelConfig
-from dbt.adapters.fastrefresh.engine.upstream import ensure_logs, upstream_of
+from dbt.adapters.fastrefresh.engine.upstream import (
+    ensure_logs,
+    project_fast_refresh_views,
+    upstream_of,
+)
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
@@ -155,8 +159,15 @@ class FastrefreshAdapter(SparkAdapter):
         return f"registry ready in schema {env.registry}"
 
     @available.parse(_parse_stub)
-    def fr_publish_registry(self) -> str:
-        return registry.publish(self._env())
+    def fr_publish_registry(self, graph: Any = None, release_removed: Any = True) -> str:
+        """The end of a dbt invocation (the package's on-run-end hook): release the views
+        that no longer hold their logs back (``admin.release_orphans``; with ``graph``,
+        also the project's removed or renamed models unless ``release_removed`` is false),
+        then publish the registry."""
+        env = self._env()
+        views = project_fast_refresh_views(graph) if graph and release_removed else None
+        released = admin.release_orphans(env, views)
+        return "\n".join([*released, registry.publish(env)])
 
     def _published(self, env: Env, message: str) -> str:
         """A run-operation's message, after publishing what it changed."""

@@ -113,3 +113,14 @@ def _view_key(properties: Mapping[str, str]) -> list[str] | None:
     if text is None:
         return None
     return list(ViewConfig.from_json(text).key_columns)
+
+
+def project_fast_refresh_views(graph: Mapping[str, Any]) -> set[TableName]:
+    """The tables of the project's enabled ``fast_refresh`` models (dbt's flat graph)."""
+    found = set()
+    for node in (graph.get("nodes") or {}).values():
+        config = node.get("config") or {}
+        model = node.get("resource_type") == "model" and node.get("relation_name")
+        if model and config.get("materialized") == "fast_refresh":
+            found.add(TableName.parse(node["relation_name"]))
+    return found
