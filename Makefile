@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: demo test test-slow test-all lint format check-java venv clean bench bench-quick bench-micro bench-large
+.PHONY: demo demo-dag test test-slow test-all lint format check-java venv clean bench bench-quick bench-micro bench-large
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] < (3, 13) else 1)' || \
@@ -30,6 +30,11 @@ check-java:
 
 demo: check-java $(STAMP)
 	$(BIN)/python examples/quickstart/demo.py
+
+# A dbt DAG (sources -> staging -> intermediate -> marts), every level FAST over 20 rounds
+# of random DML, each model checked against its query (about 10 minutes).
+demo-dag: check-java $(STAMP)
+	$(BIN)/python examples/shop_dag/dag.py $(DAG_ARGS)
 
 # Two test processes (one Spark JVM each), as many as the 2-core CI machine has cores:
 # the tests spend most of their time in per-statement latency, which overlaps well.

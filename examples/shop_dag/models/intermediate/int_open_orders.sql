@@ -1,0 +1,4 @@
+{{ config(materialized='ephemeral') }}
+
+select * from {{ ref('stg_orders') }}
+where order_status in ('placed', 'paid')
