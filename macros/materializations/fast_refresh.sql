@@ -5,7 +5,10 @@
     refresh_method: force (default: fast when possible, else complete, saying why)
                     | fast (fail, naming cause and fix, when a fast refresh is impossible)
                     | complete (always rebuild)
-    partition_by, clustered_by, buckets, location_root, tblproperties, persist_docs: as dbt-spark
+    on_schema_change: ignore (default), fail, append_new_columns, sync_all_columns: what a
+                    change of the view's columns does (fail, or rebuild once saying so)
+    contract, grants, persist_docs: as on dbt-spark's incremental models
+    partition_by, clustered_by, buckets, location_root, tblproperties: as dbt-spark
   The logs of the tables it reads (dbt nodes it ref()s or source()s) are created when
   missing, unless a node says mview_log: false (engine/upstream.py).
   The storage is always an Iceberg table. The protocol (capture, setup, delta, wrap-up)
@@ -21,7 +24,7 @@
         this, refresh_method=config.get('refresh_method', 'force'),
         file_format=config.get('file_format', 'iceberg'), full_refresh=should_full_refresh(),
         table_options=table_options, tblproperties=config.get('tblproperties'),
-        model=model, graph=graph) -%}
+        model=model, graph=graph, on_schema_change=config.get('on_schema_change', 'ignore')) -%}
 
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing = load_cached_relation(this) -%}
@@ -29,6 +32,12 @@
     {#- A view (or other relation) of that name from another materialization goes first. -#}
     {% do adapter.drop_relation(existing) %}
     {%- set existing = none -%}
+  {%- endif -%}
+
+  {#- A model contract: the query's columns and types must be the contract's. -#}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config and contract_config.enforced -%}
+    {{ get_assert_columns_equivalent(sql) }}
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
@@ -43,6 +52,9 @@
         name='main', message=result.get('message', ''), code=result.get('type', 'OK'),
         rows_affected=result.get('log_rows', 0)) %}
   {{ run_hooks(post_hooks) }}
+  {%- set grant_config = config.get('grants') -%}
+  {%- set should_revoke = should_revoke(existing, full_refresh_mode=(result.get('type') == 'COMPLETE')) -%}
+  {% do apply_grants(target_relation, grant_config, should_revoke=should_revoke) %}
   {% do persist_docs(target_relation, model) %}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -228,6 +228,7 @@ class FastrefreshAdapter(SparkAdapter):
         tblproperties: Any = None,
         model: Any = None,
         graph: Any = None,
+        on_schema_change: Any = "ignore",
     ) -> ModelConfig:
         """A fast_refresh model's config, validated once before anything runs.
 
@@ -236,12 +237,13 @@ class FastrefreshAdapter(SparkAdapter):
             refresh_method, file_format, full_refresh, table_options, tblproperties: the
                 model's config as dbt gives it (``ModelConfig.parse``).
             model, graph: the model's node and dbt's graph, for the tables it reads.
+            on_schema_change: the model's config (dbt's four values).
         """
         upstream = upstream_of(model, graph) if model and graph else ()
         return ModelConfig.parse(
             str(TableName.parse(relation)), refresh_method=refresh_method,
             file_format=file_format, full_refresh=full_refresh, table_options=table_options,
-            tblproperties=tblproperties, upstream=upstream,
+            tblproperties=tblproperties, upstream=upstream, on_schema_change=on_schema_change,
         )  # fmt: skip
 
     @available.parse(lambda *args, **kwargs: {})
@@ -256,6 +258,7 @@ class FastrefreshAdapter(SparkAdapter):
         result = refresh.refresh_view(
             env, view=TableName.parse(relation), sql=sql, method=config.method,
             full_refresh=config.full_refresh, exists=existing is not None, table=config.table,
+            on_schema_change=config.on_schema_change,
         )  # fmt: skip
         return {
             "logs_created": created,

@@ -56,12 +56,14 @@ class ModelConfig:
         table: how the view's table is created (dbt-spark's clauses, ``tblproperties``).
         upstream: the tables the model reads, from dbt's graph, and their ``mview_log``
             settings (``engine/upstream.py``).
+        on_schema_change: what a change of the view's columns does (``refresh_view``).
     """
 
     method: RefreshMethod = RefreshMethod.FORCE
     full_refresh: bool = False
     table: TableSpec = field(default_factory=TableSpec)
     upstream: tuple[Upstream, ...] = ()
+    on_schema_change: str = "ignore"
 
     @classmethod
     def parse(
@@ -74,6 +76,7 @@ class ModelConfig:
         table_options: object = "",
         tblproperties: object = None,
         upstream: Sequence[Upstream] = (),
+        on_schema_change: object = "ignore",
     ) -> ModelConfig:
         """The config of ``model`` from dbt's values, or an error naming the bad one.
 
@@ -86,6 +89,8 @@ class ModelConfig:
                 COMMENT clauses.
             tblproperties: a mapping of property names to scalar values.
             upstream: the tables the model reads (``upstream.upstream_of``).
+            on_schema_change: dbt's ``ignore`` (default), ``fail``,
+                ``append_new_columns`` or ``sync_all_columns``.
         """
         where = f"Model {model}"
         if str(file_format or "iceberg").strip().lower() != "iceberg":
@@ -98,7 +103,22 @@ class ModelConfig:
             full_refresh=bool(full_refresh),
             table=TableSpec(str(table_options or ""), _properties(where, tblproperties)),
             upstream=tuple(upstream),
+            on_schema_change=_on_schema_change(where, on_schema_change),
         )
+
+
+ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
+
+
+def _on_schema_change(where: str, value: object) -> str:
+    text = str(value or "ignore").strip().lower()
+    if text not in ON_SCHEMA_CHANGE:
+        raise FastRefreshError(
+            f"{where}: on_schema_change must be one of {', '.join(ON_SCHEMA_CHANGE)}, got "
+            f"{value!r}. Fix: on_schema_change='sync_all_columns' (a view always has its "
+            "query's columns: any value but 'fail' rebuilds it once when they change)."
+        )
+    return text
 
 
 def _properties(where: str, raw: object) -> dict[str, str]:

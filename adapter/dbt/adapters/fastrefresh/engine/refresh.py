@@ -41,6 +41,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, 
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
+    NEEDS_COMPILE,
     Reason,
     ReasonCode,
     RefreshMethod,
@@ -225,6 +226,7 @@ def refresh_view(
     full_refresh: bool = False,
     exists: bool = True,
     table: TableSpec | None = None,
+    on_schema_change: str = "ignore",
 ) -> RefreshResult:
     """Refresh one view (see the module docstring).
 
@@ -236,12 +238,16 @@ def refresh_view(
         full_refresh: ``dbt run --full-refresh``.
         exists: whether the view's table exists (dbt's relation cache says so).
         table: how its table is created on a complete refresh.
+        on_schema_change: when a changed definition or master changes the view's
+            columns: ``fail`` raises naming them; anything else (dbt's ``ignore``,
+            ``append_new_columns``, ``sync_all_columns``) rebuilds the view once, the
+            reason naming them (a view always has its query's columns).
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
     with env.runtime.holding([f"view:{view}"]):
-        return _Refresh(env, view, sql, chosen, table or TableSpec()).run(
-            full_refresh=full_refresh, exists=exists
-        )
+        refresh = _Refresh(env, view, sql, chosen, table or TableSpec())
+        refresh.on_schema_change = on_schema_change
+        return refresh.run(full_refresh=full_refresh, exists=exists)
 
 
 class _Refresh:
@@ -255,6 +261,22 @@ class _Refresh:
         self.run_started = env.clock()
         self.phases: dict[str, float] = {}
         self.setups: dict[TableName, Setup] = {}
+        self.on_schema_change = "ignore"
+
+    def _schema_change(self, reason: Reason, record: ViewRecord, plan: ViewPlan) -> Reason:
+        """``reason`` naming how the view's columns change, or an error under
+        ``on_schema_change: fail`` when they do."""
+        change = column_change(record, plan)
+        if change is None:
+            return reason
+        if self.on_schema_change == "fail":
+            raise FastRefreshError(
+                f"Model {self.view}: {reason}, and its columns change ({change}), but "
+                "on_schema_change is 'fail'. Fix: run `dbt run --full-refresh -s <model>` "
+                "to rebuild it with the new columns, or set on_schema_change to "
+                "'append_new_columns' or 'sync_all_columns' (the view is then rebuilt once)."
+            )
+        return Reason(reason.code, f"{reason.detail}: {change}")
 
     def _phase(self, name: str, since: float) -> float:
         now = time.monotonic()
@@ -271,6 +293,8 @@ class _Refresh:
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
             masters=masters, columns_hash=columns_hash,
         )  # fmt: skip
+        if reason is not None and reason.code in NEEDS_COMPILE and record is not None:
+            reason = self._schema_change(reason, record, plan)
         self._setup(masters, record, since=self._phase("analyze", self.started))
         pins = {
             m.name: self.setups[m.name].master_snapshot if m.name in self.setups
@@ -579,6 +603,22 @@ def _history_gone(
                 "then",
             )
     return None
+
+
+def column_change(record: ViewRecord, plan: ViewPlan) -> str | None:
+    """How the view's user columns differ from its query's outputs (None: the same, or
+    the query is not planned)."""
+    if not plan.outputs:
+        return None
+    old = [c.name.lower() for c in record.meta.columns if not c.name.startswith("__fr_")]
+    new = [o.name.lower() for o in plan.outputs]
+    if old == new:
+        return None
+    added = [c for c in new if c not in old]
+    removed = [c for c in old if c not in new]
+    parts = [f"new column(s) {', '.join(added)}"] if added else []
+    parts += [f"column(s) {', '.join(removed)} removed"] if removed else []
+    return "; ".join(parts) or f"columns reordered ({', '.join(new)})"
 
 
 def view_key(plan: ViewPlan) -> tuple[str, ...]:
