@@ -50,3 +50,12 @@ def test_bad_values_name_model_cause_and_fix(kwargs: dict[str, object], message:
     text = raised.value.msg
     assert text.startswith("Model s.v: ") and "Fix:" in text
     assert message in text
+
+
+def test_on_schema_change_takes_dbts_four_values() -> None:
+    assert ModelConfig.parse("s.v").on_schema_change == "ignore"
+    assert ModelConfig.parse("s.v", on_schema_change="FAIL").on_schema_change == "fail"
+    with pytest.raises(FastRefreshError) as raised:
+        ModelConfig.parse("s.v", on_schema_change="sometimes")
+    assert "on_schema_change must be one of ignore, fail" in raised.value.msg
+    assert "Fix: on_schema_change='sync_all_columns'" in raised.value.msg

@@ -87,3 +87,25 @@ def test_an_unknown_refresh_method_is_refused_before_any_statement() -> None:
         match=r"refresh_mviews: refresh_method must be 'force', 'fast' or 'complete'.*got 'fats'.*Fix: ",
     ):
         refresh_mviews(env, ["s.v"], "fats")
+
+
+def test_column_change_names_what_a_new_query_adds_and_removes() -> None:
+    from dbt.adapters.fastrefresh.engine.refresh import ViewRecord, column_change
+    from dbt.adapters.fastrefresh.iceberg.columns import Column
+    from dbt.adapters.fastrefresh.ivm.analysis import analyze
+
+    name = TableName("s", "t")
+    master = [Column("k", "bigint"), Column("v", "int"), Column("w", "int")]
+    stored = (Column("k", "bigint"), Column("v", "int"), Column("__fr_multiplicity", "bigint"))
+    view = ViewRecord(
+        TableMeta(V, True, "iceberg", stored, 1, {}), None, None, Found(None, 1, True)
+    )
+
+    def change(sql: str) -> str | None:
+        return column_change(view, analyze(sql, {name: master}, {name: []}))
+
+    assert change("select k, v from s.t where v > 0") is None
+    assert change("select k, v, w from s.t") == "new column(s) w"
+    assert change("select k, w from s.t") == "new column(s) w; column(s) v removed"
+    assert change("select v, k from s.t") == "columns reordered (v, k)"
+    assert change("select k, v from s.t limit 3") is None, "an unplanned query: not known"
