@@ -190,6 +190,22 @@ class TestDagRefreshesFast(FastRefreshProject):
             assert "COMPLETE refresh" not in out, out
             run_dbt(["test"])
 
+        # An upstream model rebuilt completely: the models over it go on, COMPLETE once
+        # saying why, then FAST, and equal to their query throughout.
+        _dml(project, rng, next_id)
+        out = _run(["run", "--full-refresh", "-s", "stg_customers"])
+        assert f"COMPLETE refresh of {s}.stg_customers: --full-refresh" in out, out
+        out = _run(["run"])
+        # Today a rebuild replaces the table, which cuts its history: the view over it is
+        # told its log is younger than its last refresh and rebuilds once.
+        younger = f"COMPLETE refresh of {s}.int_orders_regions: the materialized view log"
+        assert younger in out or f"FAST refresh of {s}.int_orders_regions" in out, out
+        run_dbt(["test"])
+        _dml(project, rng, next_id)
+        out = _run(["run"])
+        assert "COMPLETE refresh" not in out, out
+        run_dbt(["test"])
+
         # A model renamed leaves its old table behind, and one removed with its table
         # dropped by hand: neither holds its log back once the next run has passed.
         models = project.project_root / "models"
