@@ -133,10 +133,15 @@ def user_columns(spark: SparkSession, view: str) -> str:
 
 
 def differs(spark: SparkSession, view: str, query: str) -> int:
-    """How many rows ``view`` and its query recomputed now differ by (both ways)."""
+    """How many rows ``view`` and its query recomputed now differ by (both ways); the
+    differing rows are printed."""
     stored = spark.sql(f"select {user_columns(spark, view)} from {view}")
     fresh = spark.sql(query)
-    return stored.exceptAll(fresh).count() + fresh.exceptAll(stored).count()
+    extra, missing = stored.exceptAll(fresh).collect(), fresh.exceptAll(stored).collect()
+    for side, rows in (("only in the view", extra), ("only in the query", missing)):
+        for row in rows[:10]:
+            print(f"  {view} {side}: {tuple(row)}")
+    return len(extra) + len(missing)
 
 
 def levels(names: list[str]) -> dict[str, int]:
