@@ -21,11 +21,7 @@ from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import inspection, refresh
 from dbt.adapters.fastrefresh.engine.config import ModelConfig
-from dbt.adapters.fastrefresh.engine.upstream import (
-    ensure_logs,
-    project_fast_refresh_views,
-    upstream_of,
-)
+from dbt.adapters.fastrefresh.engine.upstream import project_fast_refresh_views, upstream_of
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
@@ -253,15 +249,13 @@ class FastrefreshAdapter(SparkAdapter):
         """The fast_refresh materialization's one refresh: the model's view, as ``config``
         (``fr_model_config``) says. ``existing``: the relation as found (None: not built);
         ``sql``: the model's compiled SELECT."""
-        env = self._env()
-        created = ensure_logs(env, config.upstream)
         result = refresh.refresh_view(
-            env, view=TableName.parse(relation), sql=sql, method=config.method,
+            self._env(), view=TableName.parse(relation), sql=sql, method=config.method,
             full_refresh=config.full_refresh, exists=existing is not None, table=config.table,
-            on_schema_change=config.on_schema_change,
+            on_schema_change=config.on_schema_change, upstream=config.upstream,
         )  # fmt: skip
         return {
-            "logs_created": created,
+            "logs_created": list(result.logs_created),
             "type": str(result.refresh_type), "reason": str(result.reason or ""),
             "message": result.message(), "log_rows": result.log_rows, "noop": result.noop,
             "seconds": round(result.seconds, 3),

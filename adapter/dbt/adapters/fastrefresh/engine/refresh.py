@@ -23,22 +23,31 @@ instead of applying a change twice. Commits that only rewrote the view's files (
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.engine.config import TableSpec
+from dbt.adapters.fastrefresh.engine.upstream import Upstream, log_options
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
 from dbt.adapters.fastrefresh.ivm import sqlgen
-from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan, analyze, tables_of
+from dbt.adapters.fastrefresh.ivm.analysis import (
+    DIALECT,
+    HIDDEN_PREFIX,
+    Shape,
+    ViewPlan,
+    analyze,
+    tables_of,
+)
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
-from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
+from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, create_mview_log, load_log
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
     NEEDS_COMPILE,
@@ -76,6 +85,7 @@ class RefreshResult:
     seconds: float
     phases: dict[str, float] = field(default_factory=dict)
     noop: bool = False
+    logs_created: tuple[str, ...] = ()  # what creating its masters' missing logs said
 
     def message(self) -> str:
         if self.refresh_type is RefreshType.FAST:
@@ -227,6 +237,7 @@ def refresh_view(
     exists: bool = True,
     table: TableSpec | None = None,
     on_schema_change: str = "ignore",
+    upstream: Sequence[Upstream] = (),
 ) -> RefreshResult:
     """Refresh one view (see the module docstring).
 
@@ -242,12 +253,16 @@ def refresh_view(
             columns: ``fail`` raises naming them; anything else (dbt's ``ignore``,
             ``append_new_columns``, ``sync_all_columns``) rebuilds the view once, the
             reason naming them (a view always has its query's columns).
+        upstream: the dbt nodes the model reads (``engine/upstream.py``): a master among
+            them without a log gets one before the refresh decides.
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
     with env.runtime.holding([f"view:{view}"]):
         refresh = _Refresh(env, view, sql, chosen, table or TableSpec())
         refresh.on_schema_change = on_schema_change
-        return refresh.run(full_refresh=full_refresh, exists=exists)
+        refresh.upstream = tuple(upstream)
+        result = refresh.run(full_refresh=full_refresh, exists=exists)
+        return dataclasses.replace(result, logs_created=tuple(refresh.logs_created))
 
 
 class _Refresh:
@@ -262,6 +277,19 @@ class _Refresh:
         self.phases: dict[str, float] = {}
         self.setups: dict[TableName, Setup] = {}
         self.on_schema_change = "ignore"
+        self.upstream: tuple[Upstream, ...] = ()
+        self.logs_created: list[str] = []
+
+    def _with_log(self, master: MasterState) -> MasterState:
+        """``master``, with the log created when it has none and is a dbt node the model
+        reads whose ``mview_log`` allows it (``engine/upstream.py``)."""
+        up = next((u for u in self.upstream if u.relation == master.name), None)
+        if master.log is not None or up is None or up.log is False:
+            return master
+        options = log_options(up, master.meta)
+        said = create_mview_log(self.env, master.name, **options, if_not_exists=True)
+        self.logs_created.append(f"{said} (for the models that read {up.node})")
+        return MasterState(master.meta, load_log(self.env, master.name))
 
     def _schema_change(self, reason: Reason, record: ViewRecord, plan: ViewPlan) -> Reason:
         """``reason`` naming how the view's columns change, or an error under
@@ -285,7 +313,7 @@ class _Refresh:
 
     def run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
         env = self.env
-        masters = load_masters(env, self.sql)
+        masters = [self._with_log(m) for m in load_masters(env, self.sql)]
         plan = plan_of(env, self.sql, masters)
         record = load_view(env, self.view) if exists else None
         columns_hash = schema_hash(masters)
@@ -610,7 +638,7 @@ def column_change(record: ViewRecord, plan: ViewPlan) -> str | None:
     the query is not planned)."""
     if not plan.outputs:
         return None
-    old = [c.name.lower() for c in record.meta.columns if not c.name.startswith("__fr_")]
+    old = [c.name.lower() for c in record.meta.columns if not c.name.startswith(HIDDEN_PREFIX)]
     new = [o.name.lower() for o in plan.outputs]
     if old == new:
         return None

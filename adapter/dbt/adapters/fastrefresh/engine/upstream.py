@@ -2,9 +2,10 @@
 
 A ``fast_refresh`` model over other dbt nodes (sources, seeds, snapshots, ``table``,
 ``incremental`` or ``fast_refresh`` models; ephemeral models are looked through) needs a
-materialized view log on each of them to refresh fast. ``ensure_logs`` creates the missing
-ones before the model's refresh, idempotently, unless the upstream node says
-``mview_log: false``. The key of a created log:
+materialized view log on each of them to refresh fast. The refresh creates the missing
+ones when it finds a master without a log (``engine.refresh``, with the masters it loads
+anyway), idempotently, unless the upstream node says ``mview_log: false``. The key of a
+created log (``log_options``):
 
 - ``mview_log: {key: [...]}`` on the upstream node (``config`` of a model, seed or
   snapshot; ``meta`` of a source), with any other ``create_mview_log`` option;
@@ -16,13 +17,12 @@ ones before the model's refresh, idempotently, unless the upstream node says
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.mlog.ddl import create_mview_log, load_log
-from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, ViewConfig
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -88,23 +88,13 @@ def _log_setting(uid: str, setting: Any) -> tuple[bool | None, Mapping[str, Any]
     )
 
 
-def ensure_logs(env: Env, upstream: Sequence[Upstream]) -> list[str]:
-    """Create the missing logs of ``upstream`` (see the module docstring); what was done."""
-    done = []
-    for up in upstream:
-        if up.log is False or load_log(env, up.relation) is not None:
-            continue
-        meta = env.tables.load(up.relation)
-        if meta is None or not meta.iceberg:
-            continue  # the refresh says why it cannot be fast
-        options = dict(up.options)
-        if "key" not in options:
-            options["key"] = _view_key(meta.properties)
-        done.append(
-            create_mview_log(env, up.relation, **options, if_not_exists=True)
-            + f" (for the models that read {up.node})"
-        )
-    return done
+def log_options(up: Upstream, meta: TableMeta) -> dict[str, Any]:
+    """The ``create_mview_log`` options of the log created on ``up`` (its table ``meta``):
+    the node's own, keyed as the module docstring says."""
+    options = dict(up.options)
+    if "key" not in options:
+        options["key"] = _view_key(meta.properties)
+    return options
 
 
 def _view_key(properties: Mapping[str, str]) -> list[str] | None:
