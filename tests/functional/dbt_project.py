@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+from io import StringIO
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.tests.util import (
+    capture_stdout_logs,
+    run_dbt,
+    run_dbt_and_capture,
+    stop_capture_stdout_logs,
+)
+from dbt_common.events.base_types import EventMsg
 
 from tests.conftest import REPO_ROOT
 
@@ -26,6 +33,24 @@ def op_failing(name: str, **args: Any) -> str:
         expect_pass=False,
     )
     return out
+
+
+def run_and_capture(args: list[str]) -> tuple[bool, str]:
+    """Run a dbt command once: whether it succeeded (dbt's own verdict, from its
+    CommandCompleted event) and what it printed."""
+    verdicts: list[bool] = []
+
+    def listen(event: EventMsg) -> None:
+        if event.info.name == "CommandCompleted":
+            verdicts.append(bool(event.data.success))
+
+    buffer = StringIO()
+    capture_stdout_logs(buffer)
+    try:
+        run_dbt(args, expect_pass=None, callbacks=[listen])  # type: ignore[arg-type]
+    finally:
+        stop_capture_stdout_logs()
+    return bool(verdicts) and verdicts[-1], buffer.getvalue()
 
 
 class FastRefreshProject:

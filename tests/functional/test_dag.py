@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import rm_file, run_dbt, run_dbt_and_capture, write_file
 
-from tests.functional.dbt_project import FastRefreshProject
+from tests.functional.dbt_project import FastRefreshProject, run_and_capture
 
 SOURCES = """
 version: 2
@@ -133,16 +133,9 @@ def _dml(project: Any, rng: random.Random, next_id: list[int]) -> None:
 
 def _run(args: list[str]) -> str:
     """dbt's output of a command that must succeed; its errors in the assertion if not."""
-    from dbt.cli.main import dbtRunner
-    from dbt.tests.util import run_dbt_and_capture as capture
-
-    try:
-        _, out = capture(args)
-    except AssertionError:
-        _, out = capture(args, expect_pass=False)
-        errors = [line for line in out.splitlines() if "rror" in line or "Fix:" in line]
-        raise AssertionError("\n".join(errors[:40])) from None
-    del dbtRunner
+    ok, out = run_and_capture(args)
+    errors = [line for line in out.splitlines() if "rror" in line or "Fix:" in line]
+    assert ok, "\n".join(errors[:40])
     return out
 
 
