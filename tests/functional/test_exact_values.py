@@ -23,7 +23,7 @@ from tests.functional.sites import env_for
 OUTPUTS = (
     "sum(m.y) / count(*) AS r, sum(m.y) * 2 AS s2, avg(m.y) AS ay, avg(m.y) * 3 AS a3, "
     "sum(m.y) / count(m.y) + 1 AS r1, sum(m.d) / count(*) AS rd, avg(m.x) AS ax, "
-    "sum(m.x) / 7 AS sx7"
+    "sum(m.x) / 7 AS sx7, avg(m.w) AS aw"
 )
 
 
@@ -37,12 +37,12 @@ def test_arithmetic_over_aggregates_refreshes_to_the_recomputed_digits(
     spark.sql(f"CREATE SCHEMA {schema}")
     spark.sql(
         f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g STRING, x INT, y DECIMAL(10,2), "
-        "d DOUBLE) USING iceberg"
+        "d DOUBLE, w DECIMAL(38,6)) USING iceberg"
     )
     spark.sql(f"CREATE TABLE {schema}.dim (g STRING NOT NULL, region STRING) USING iceberg")
     spark.sql(
-        f"INSERT INTO {schema}.m VALUES (1, 'a', 1, 1.50, 0.5), (2, 'a', 2, 2.25, 0.25), "
-        "(3, 'b', 4, NULL, NULL), (4, 'b', 5, 0.01, 1e300)"
+        f"INSERT INTO {schema}.m VALUES (1, 'a', 1, 1.50, 0.5, 1.000001), "
+        "(2, 'a', 2, 2.25, 0.25, 2.5), (3, 'b', 4, NULL, NULL, NULL), (4, 'b', 5, 0.01, 1e300, 7)"
     )
     spark.sql(f"INSERT INTO {schema}.dim VALUES ('a', 'north'), ('b', 'south')")
     env = env_for(spark, f"{schema}_registry", path)
@@ -73,7 +73,7 @@ def test_arithmetic_over_aggregates_refreshes_to_the_recomputed_digits(
     check()
     # 'a' becomes (1.50 + 2.25 + 7.25) / 12 rows = 11 / 12: digits a short scale would round.
     values = ", ".join(
-        f"({k}, 'a', {k}, {'7.25' if k == 5 else '0.00'}, 0.75)" for k in range(5, 15)
+        f"({k}, 'a', {k}, {'7.25' if k == 5 else '0.00'}, 0.75, {k}.000003)" for k in range(5, 15)
     )
     spark.sql(f"INSERT INTO {schema}.m VALUES {values}")
     spark.sql(f"UPDATE {schema}.m SET y = y + 0.01, d = d * 2 WHERE k = 4")
@@ -87,3 +87,73 @@ def test_arithmetic_over_aggregates_refreshes_to_the_recomputed_digits(
     spark.sql(f"DELETE FROM {schema}.m WHERE k IN (1, 4)")
     assert run(True) == "FAST"
     check()
+
+
+# (precision, scale) of AVG arguments: scales below AVG's minimum quotient scale of 6,
+# at it and above it, sums narrower and wider than 38 - 6 integer digits.
+DECIMALS = [(5, 0), (12, 0), (38, 0), (10, 1), (10, 2), (23, 2), (38, 2), (6, 3), (38, 6), (28, 10)]
+
+
+@pytest.mark.parametrize(("precision", "scale"), DECIMALS)
+def test_average_from_sum_and_count_equals_sparks_avg(spark, precision: int, scale: int) -> None:  # type: ignore[no-untyped-def]
+    """The AVG a fast refresh writes (``average`` over a group's sum and count) has every
+    digit of Spark's AVG over the group's rows: random groups of random sizes, negative
+    values, and a tie that a second rounding gets wrong (354435.50 / 2803 = 126.4486265)."""
+    import random
+
+    from sqlglot import exp
+
+    from dbt.adapters.fastrefresh.ivm.analysis import DIALECT
+    from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import average
+
+    rng = random.Random(precision * 100 + scale)
+    bound = 10 ** min(precision, 15) - 1
+    rows = [
+        (g, str(Decimal(rng.randint(-bound // 3, bound)).scaleb(-scale)))
+        for g in range(400)
+        for _ in range(rng.choice([1, 2, 3, 7, 16, 40, 75]))
+    ]
+    has_tie = scale >= 2 and precision - scale >= 3
+    if has_tie:  # the tie: 2802 rows of 126.45 and one of 122.60
+        rows += [(-1, "126.45")] * 2802 + [(-1, "122.60")]
+    frame = spark.createDataFrame(rows, "g INT, v STRING")
+    frame.selectExpr("g", f"CAST(v AS DECIMAL({precision},{scale})) AS v").createOrReplaceTempView(
+        "avg_rows"
+    )
+    groups = spark.sql(
+        "SELECT g, avg(v) AS a, sum(v) AS total, count(v) AS n, typeof(sum(v)) AS sum_type, "
+        "typeof(avg(v)) AS avg_type FROM avg_rows GROUP BY g"
+    )
+    groups.createOrReplaceTempView("avg_groups")
+    first = groups.first()
+    expression = average(
+        exp.column("total"), exp.column("n"), first["sum_type"], first["avg_type"]
+    ).sql(dialect=DIALECT)
+    got = spark.sql(
+        f"SELECT g, a, {expression} AS b, total, n FROM avg_groups WHERE NOT (a <=> {expression})"
+    ).collect()
+    assert got == [], f"{len(got)} groups differ, e.g. {got[:3]}"
+    if has_tie:
+        tie = spark.sql("SELECT a FROM avg_groups WHERE g = -1").first()["a"]
+        assert str(tie).startswith("126.448626"), tie  # Spark's own digits, rounded once
+
+
+def test_average_of_a_sum_too_wide_to_divide_exactly_stops_with_the_fix(spark) -> None:  # type: ignore[no-untyped-def]
+    """A DECIMAL(38,2) sum of 10^32 or more cannot be divided to AVG's six decimals in
+    Spark's types: the refresh stops and says what to do, rather than write a NULL."""
+    from sqlglot import exp
+
+    from dbt.adapters.fastrefresh.ivm.analysis import DIALECT
+    from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import average
+
+    sql = average(exp.column("total"), exp.column("n"), "decimal(38,2)", "decimal(38,6)").sql(
+        dialect=DIALECT
+    )
+    narrow = "CAST(99999999999999999999999999999999.99 AS DECIMAL(38,2))"  # 10^32 - 0.01
+    assert (
+        spark.sql(f"SELECT {sql} FROM (SELECT {narrow} AS total, 3L AS n)").first()[0]
+        == (spark.sql(f"SELECT CAST({narrow} / 3 AS DECIMAL(38,6))").first()[0])
+    )
+    with pytest.raises(Exception, match="full-refresh"):
+        wide = "CAST(100000000000000000000000000000000.00 AS DECIMAL(38,2))"
+        spark.sql(f"SELECT {sql} FROM (SELECT {wide} AS total, 3L AS n)").collect()

@@ -83,9 +83,16 @@ def source(plan: ViewPlan, master: TableName) -> sqlgen.Source:
 
 
 def types_of(plan: ViewPlan) -> dict[str, str]:
-    """The view's column types (what its table holds): counts BIGINT, the rest DOUBLE;
-    enough for the casts the statements make."""
-    return {c: ("BIGINT" if "count" in c or "cnt" in c else "DOUBLE") for c in plan.view_columns}
+    """The view's column types (what its table holds): counts BIGINT, hidden sums
+    DECIMAL(20,2) (the sum of a DECIMAL(10,2), averaged as in ``AVG_TYPES``), the rest
+    DOUBLE; enough for the casts the statements make."""
+
+    def kind(column: str) -> str:
+        if "count" in column or "cnt" in column:
+            return "BIGINT"
+        return "decimal(20,2)" if column.startswith("__fr_sum_") else "DOUBLE"
+
+    return {c: kind(c) for c in plan.view_columns}
 
 
 # name -> (query, the masters whose changes the delta applies). {s}: the schema.
@@ -141,7 +148,7 @@ VIEWS = {
 }
 # The shapes a small copy-on-write view takes its delta for as one INSERT OVERWRITE.
 OVERWRITE = ("projection_keyed", "aggregate_signed", "aggregate_minmax", "join_aggregate")
-AVG_TYPES = {"y": "decimal(14,6)", "a.y": "decimal(14,6)"}
+AVG_TYPES = {"m1.y": "decimal(14,6)", "a.y": "decimal(14,6)"}
 
 
 def normalized(sql: str) -> str:

@@ -90,7 +90,7 @@ WHEN MATCHED THEN UPDATE SET
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-  ) AS DOUBLE),
+  ) AS DECIMAL(20, 2)),
   `__fr_cnt_1` = CAST((
     t.__fr_cnt_1 + s.__fr_d_cnt_1
   ) AS BIGINT),
@@ -100,21 +100,21 @@ WHEN MATCHED THEN UPDATE SET
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
-  ) AS DOUBLE),
+  ) AS DECIMAL(20, 2)),
   `s2` = CAST(CAST(IF(
     (
       t.__fr_cnt_0 + s.__fr_d_cnt_0
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-  ) AS DOUBLE) * 2 AS DOUBLE),
+  ) AS DECIMAL(20, 2)) * 2 AS DOUBLE),
   `r` = CAST(CAST(IF(
     (
       t.__fr_cnt_1 + s.__fr_d_cnt_1
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
-  ) AS DOUBLE) / CAST((
+  ) AS DECIMAL(20, 2)) / CAST((
     t.__fr_count + s.__fr_d_count
   ) AS BIGINT) AS DOUBLE)
 WHEN NOT MATCHED AND s.__fr_d_count > 0 THEN INSERT (
@@ -128,11 +128,11 @@ WHEN NOT MATCHED AND s.__fr_d_count > 0 THEN INSERT (
   `__fr_sum_1`
 ) VALUES (
   CAST(s.__fr_g_0 AS DOUBLE),
-  CAST(CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DOUBLE) * 2 AS DOUBLE),
-  CAST(CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DOUBLE) / CAST(s.__fr_d_count AS BIGINT) AS DOUBLE),
+  CAST(CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2)) * 2 AS DOUBLE),
+  CAST(CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DECIMAL(20, 2)) / CAST(s.__fr_d_count AS BIGINT) AS DOUBLE),
   CAST(s.__fr_d_count AS BIGINT),
   CAST(s.__fr_d_cnt_0 AS BIGINT),
-  CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DOUBLE),
+  CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2)),
   CAST(s.__fr_d_cnt_1 AS BIGINT),
-  CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DOUBLE)
+  CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DECIMAL(20, 2))
 )

@@ -78,7 +78,7 @@ WHEN MATCHED THEN UPDATE SET
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-  ) AS DOUBLE),
+  ) AS DECIMAL(20, 2)),
   `c` = CAST(CAST((
     t.__fr_count + s.__fr_d_count
   ) AS BIGINT) AS DOUBLE),
@@ -88,4 +88,4 @@ WHEN MATCHED THEN UPDATE SET
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-  ) AS DOUBLE) AS DOUBLE)
+  ) AS DECIMAL(20, 2)) AS DOUBLE)

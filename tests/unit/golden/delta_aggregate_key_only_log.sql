@@ -79,7 +79,7 @@ WHEN MATCHED THEN UPDATE SET
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-  ) AS DOUBLE),
+  ) AS DECIMAL(20, 2)),
   `c` = CAST(CAST((
     t.__fr_count + s.__fr_d_count
   ) AS BIGINT) AS DOUBLE),
@@ -89,12 +89,12 @@ WHEN MATCHED THEN UPDATE SET
     ) = 0,
     NULL,
     COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-  ) AS DOUBLE) AS DOUBLE)
+  ) AS DECIMAL(20, 2)) AS DOUBLE)
 WHEN NOT MATCHED AND s.__fr_d_count > 0 THEN INSERT (`g`, `c`, `sx`, `__fr_count`, `__fr_cnt_0`, `__fr_sum_0`) VALUES (
   CAST(s.__fr_g_0 AS DOUBLE),
   CAST(CAST(s.__fr_d_count AS BIGINT) AS DOUBLE),
-  CAST(CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DOUBLE) AS DOUBLE),
+  CAST(CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2)) AS DOUBLE),
   CAST(s.__fr_d_count AS BIGINT),
   CAST(s.__fr_d_cnt_0 AS BIGINT),
-  CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DOUBLE)
+  CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2))
 )

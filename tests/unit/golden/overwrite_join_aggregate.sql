@@ -142,29 +142,33 @@ SELECT
     WHEN s.__fr_in IS NULL
     THEN t.`sx`
     WHEN t.__fr_in IS NULL
-    THEN CAST(CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DOUBLE) AS DOUBLE)
+    THEN CAST(CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2)) AS DOUBLE)
     ELSE CAST(CAST(IF(
       (
         t.__fr_cnt_0 + s.__fr_d_cnt_0
       ) = 0,
       NULL,
       COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-    ) AS DOUBLE) AS DOUBLE)
+    ) AS DECIMAL(20, 2)) AS DOUBLE)
   END AS `sx`,
   CASE
     WHEN s.__fr_in IS NULL
     THEN t.`ay`
     WHEN t.__fr_in IS NULL
-    THEN CAST(CAST(CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DOUBLE) / CAST(s.__fr_d_cnt_1 AS BIGINT) AS DECIMAL(14, 6)) AS DOUBLE)
-    ELSE CAST(CAST(CAST(IF(
-      (
+    THEN CAST(CAST((
+      CAST(CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DECIMAL(20, 2)) AS DECIMAL(34, 2)) / CAST(CAST(s.__fr_d_cnt_1 AS BIGINT) AS DECIMAL(20, 0))
+    ) AS DECIMAL(14, 6)) AS DOUBLE)
+    ELSE CAST(CAST((
+      CAST(CAST(IF(
+        (
+          t.__fr_cnt_1 + s.__fr_d_cnt_1
+        ) = 0,
+        NULL,
+        COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
+      ) AS DECIMAL(20, 2)) AS DECIMAL(34, 2)) / CAST(CAST((
         t.__fr_cnt_1 + s.__fr_d_cnt_1
-      ) = 0,
-      NULL,
-      COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
-    ) AS DOUBLE) / CAST((
-      t.__fr_cnt_1 + s.__fr_d_cnt_1
-    ) AS BIGINT) AS DECIMAL(14, 6)) AS DOUBLE)
+      ) AS BIGINT) AS DECIMAL(20, 0))
+    ) AS DECIMAL(14, 6)) AS DOUBLE)
   END AS `ay`,
   CASE
     WHEN s.__fr_in IS NULL
@@ -188,14 +192,14 @@ SELECT
     WHEN s.__fr_in IS NULL
     THEN t.`__fr_sum_0`
     WHEN t.__fr_in IS NULL
-    THEN CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DOUBLE)
+    THEN CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2))
     ELSE CAST(IF(
       (
         t.__fr_cnt_0 + s.__fr_d_cnt_0
       ) = 0,
       NULL,
       COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
-    ) AS DOUBLE)
+    ) AS DECIMAL(20, 2))
   END AS `__fr_sum_0`,
   CASE
     WHEN s.__fr_in IS NULL
@@ -210,14 +214,14 @@ SELECT
     WHEN s.__fr_in IS NULL
     THEN t.`__fr_sum_1`
     WHEN t.__fr_in IS NULL
-    THEN CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DOUBLE)
+    THEN CAST(IF(s.__fr_d_cnt_1 = 0, NULL, s.__fr_d_sum_1) AS DECIMAL(20, 2))
     ELSE CAST(IF(
       (
         t.__fr_cnt_1 + s.__fr_d_cnt_1
       ) = 0,
       NULL,
       COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
-    ) AS DOUBLE)
+    ) AS DECIMAL(20, 2))
   END AS `__fr_sum_1`
 FROM (
   SELECT

@@ -9,7 +9,8 @@ from the pinned masters. Over a join, the changed rows come from the delta rule
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 
 from sqlglot import exp
 
@@ -147,23 +148,66 @@ def _component_values(
     def typed(name: str) -> exp.Cast:
         return _cast(hidden[name].copy(), types[name])
 
-    return hidden, [_aggregate_value(agg, typed, avg_types) for agg in plan.aggregates]
+    def value(agg: Aggregate) -> exp.Expression:
+        if agg.kind == "count_star":
+            return typed("__fr_count")
+        if agg.kind == "count":
+            return typed(f"__fr_cnt_{agg.component}")
+        total = f"__fr_sum_{agg.component}"
+        if agg.kind == "sum":
+            return typed(total)
+        count = typed(f"__fr_cnt_{agg.component}")
+        return average(typed(total), count, types[total], avg_types.get(agg.arg or ""))
+
+    return hidden, [value(agg) for agg in plan.aggregates]
 
 
-def _aggregate_value(
-    agg: Aggregate, typed: Callable[[str], exp.Cast], avg_types: Mapping[str, str]
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)", re.IGNORECASE)
+
+
+def average(
+    total: exp.Expression, count: exp.Expression, sum_type: str, avg_type: str | None
 ) -> exp.Expression:
-    """The new value of one algebraic aggregate call, from the new hidden columns."""
-    if agg.kind == "count_star":
-        return typed("__fr_count")
-    if agg.kind == "count":
-        return typed(f"__fr_cnt_{agg.component}")
-    if agg.kind == "sum":
-        return typed(f"__fr_sum_{agg.component}")
-    c = agg.component
-    ratio = exp.Div(this=typed(f"__fr_sum_{c}"), expression=typed(f"__fr_cnt_{c}"))
-    kind = avg_types.get(agg.arg or "")
-    return _cast(ratio, kind) if kind else exp.Paren(this=ratio)
+    """``AVG`` from a group's sum and count, equal to what Spark's AVG returns.
+
+    Over a DECIMAL Spark divides the sum by the count and rounds the exact quotient once,
+    half up, to AVG's scale S. A plain ``sum / count`` rounds to a scale of its own (at
+    least 6, fewer than S when the sum is wide), and a second cast to S rounds again: a
+    digit lost, or 1 in the last digit off on a tie. The division here is typed so Spark
+    rounds once, to max(S, 6): the sum is cast to ``decimal(38 - max(S, 6) + s, s)``,
+    which makes ``decimal(38, max(S, 6))`` the quotient's type; when S < 6 the count is
+    multiplied by 10^(6 - S) and the quotient by the same power of ten afterwards, exact
+    shifts of the point. A sum too wide for that cast (at least 10^(38 - max(S, 6)), far
+    beyond real data) stops the refresh with a message rather than give a wrong digit.
+    """
+    sum_decimal, avg_decimal = _DECIMAL.fullmatch(sum_type), _DECIMAL.fullmatch(avg_type or "")
+    if sum_decimal is None or avg_decimal is None:
+        ratio = exp.Div(this=total, expression=count)
+        return _cast(ratio, avg_type) if avg_type else exp.Paren(this=ratio)
+    precision, scale = int(sum_decimal[1]), int(sum_decimal[2])
+    digits = max(int(avg_decimal[2]), 6)
+    shift = digits - int(avg_decimal[2])
+    divisor: exp.Expression = _cast(count, "decimal(20,0)")
+    if shift:
+        divisor = exp.Paren(this=exp.Mul(this=divisor, expression=exp.Literal.number(10**shift)))
+    room = 38 - digits  # integer digits the sum may have
+    quotient: exp.Expression = exp.Paren(
+        this=exp.Div(
+            this=_cast(total.copy(), f"decimal({room + scale},{scale})"), expression=divisor
+        )
+    )
+    if shift:
+        quotient = exp.Paren(this=exp.Mul(this=quotient, expression=exp.Literal.number(10**shift)))
+    if precision - scale > room:
+        too_wide = exp.GTE(this=exp.Abs(this=total.copy()), expression=exp.Literal.number(10**room))
+        message = (
+            f"fast refresh: a group's sum reached 1E{room}, beyond what AVG over {sum_type} "
+            "can be maintained exactly; rebuild the view (dbt run --full-refresh) or set "
+            "refresh_method='complete'"
+        )
+        stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
+        quotient = exp.If(this=too_wide, true=stop, false=quotient)
+    return _cast(quotient, avg_decimal[0])
 
 
 def aggregate_signed(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: str) -> str:
