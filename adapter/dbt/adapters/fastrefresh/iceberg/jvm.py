@@ -41,6 +41,8 @@ from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
 # Parquet splits: a large data file is read by several tasks (both cores), not one.
 SPLIT_SIZE = 32 * 1024 * 1024
 _FILE_PATH_FIELD = 2147483546  # Iceberg's reserved field id of a position delete's file_path
+# The columns of a position delete file that say which row it deletes.
+_POSITIONS = "file_path STRING, pos BIGINT"
 _SPARK_TYPES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 # A table's columns by (table uuid, schema id): a schema id never changes its columns, so
 # this memo is never stale and needs no reset.
@@ -376,13 +378,39 @@ class _Staging:
             where = "_file IN (" + ", ".join(literal(str(f.location())) for f in files) + ")"
             before = f"(SELECT {names}, _file, _pos FROM {m} VERSION AS OF {info.parent_id} WHERE {where})"
             after = f"(SELECT _file, _pos FROM {m} VERSION AS OF {info.snapshot_id} WHERE {where})"
-        else:
-            before = self._stage(info.parent_id, files, positions=True)
-            after = self._stage(info.snapshot_id, files, positions=True, only_positions=True)
+            return (
+                f"{self._select(before, 'b__')} LEFT ANTI JOIN {after} c__ "
+                "ON b__._file = c__._file AND b__._pos = c__._pos"
+            )
+        # v2: the rows live at the parent whose positions the commit's delete files name.
+        # A delete file may repeat positions deleted earlier (file-scoped deletes carry
+        # them over), but those rows are not live at the parent. The positions are few,
+        # so the join is a broadcast: one pass over the live rows, no shuffle, where an
+        # anti join with the files' live positions after the commit shuffled both sides.
+        before = self._stage(info.parent_id, files, positions=True)
+        positions = self._delete_positions(deletes)
         return (
-            f"{self._select(before, 'b__')} LEFT ANTI JOIN {after} c__ "
-            "ON b__._file = c__._file AND b__._pos = c__._pos"
+            f"SELECT /*+ BROADCAST(c__) */ {', '.join('b__.' + ident(n) for n in self.names)} "
+            f"FROM {before} b__ LEFT SEMI JOIN {positions} c__ "
+            "ON b__._file = c__.file_path AND b__._pos = c__.pos"
         )
+
+    def _delete_positions(self, deletes: Sequence[Any]) -> str:
+        """A temporary view of the (file_path, pos) pairs of position delete files, read
+        as the plain files they are (Iceberg writes them in the table's delete format)."""
+        by_format: dict[str, list[str]] = {}
+        for d in deletes:
+            by_format.setdefault(str(d.format().toString()).lower(), []).append(str(d.location()))
+        frame = None
+        for file_format, paths in sorted(by_format.items()):
+            # The schema given: no footer is read to infer it (one per file, at planning).
+            part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(paths)
+            frame = part if frame is None else frame.unionByName(part)
+        view = f"__fr_cap_{self.tag}_{len(self.views)}"
+        assert frame is not None
+        frame.createOrReplaceTempView(view)
+        self.views.append(view)
+        return view
 
     def _referenced(self, delete: Any, snapshot_id: int) -> set[str]:
         """The data files a delete file points into."""
