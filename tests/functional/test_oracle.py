@@ -59,6 +59,8 @@ VIEWS = {
     "proj_keyless": ("SELECT g, x FROM {s}.m2 WHERE x IS NULL OR x < 3", "m2"),
     "agg_keyless": ("SELECT g, count(*) AS c, sum(x) AS sx FROM {s}.m2 GROUP BY g", "m2"),
     "agg_key_only_log": ("SELECT g, count(*) AS c, sum(x) AS sx FROM {s}.m3 GROUP BY g", "m3"),
+    # Reads no column, so the key-only log serves it: its one-row updates ('U') must not count.
+    "agg_key_only_count": ("SELECT count(*) AS c FROM {s}.m3", "m3"),
     # Joins: many-to-many on a non-key column, hidden keys, a key-only log, a self-join.
     "join_on_group": (
         "SELECT a.k, a.x, b.k AS bk, b.x AS bx FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g "

@@ -1,11 +1,10 @@
 MERGE INTO `g`.`distinct` AS t
 USING (
-  WITH __fr_rng AS (
+  WITH imgs AS (
     SELECT
       `k`,
       `g`,
-      old_new__,
-      sequence__
+      IF(old_new__ = 'N', 1, -1) AS __fr_sign
     FROM `g`.`mlog__m1`
     WHERE
       (
@@ -19,29 +18,7 @@ USING (
           ) <> 0
         )
       )
-  ), __fr_ranked AS (
-    SELECT
-      *,
-      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
-      COUNT(1) OVER (
-        PARTITION BY `k`
-        ORDER BY sequence__
-        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
-      ) AS __fr_n
-    FROM __fr_rng
-  ), imgs AS (
-    SELECT
-      `k`,
-      `g`,
-      IF(old_new__ = 'O', -1, 1) AS __fr_sign
-    FROM __fr_ranked
-    WHERE
-      (
-        __fr_pos = 1 AND old_new__ = 'O'
-      )
-      OR (
-        __fr_pos = __fr_n AND old_new__ = 'N'
-      )
+      AND old_new__ <> 'U'
   ), __fr_rows AS (
     SELECT
       m1.g AS __fr_g_0,

@@ -1,10 +1,9 @@
-WITH __fr_img0_rng AS (
+WITH __fr_img0 AS (
   SELECT
     `k`,
     `x`,
     `y`,
-    old_new__,
-    sequence__
+    IF(old_new__ = 'N', 1, -1) AS __fr_sign
   FROM `g`.`mlog__m1`
   WHERE
     (
@@ -18,30 +17,7 @@ WITH __fr_img0_rng AS (
         ) <> 0
       )
     )
-), __fr_img0_ranked AS (
-  SELECT
-    *,
-    ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
-    COUNT(1) OVER (
-      PARTITION BY `k`
-      ORDER BY sequence__
-      ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
-    ) AS __fr_n
-  FROM __fr_img0_rng
-), __fr_img0 AS (
-  SELECT
-    `k`,
-    `x`,
-    `y`,
-    IF(old_new__ = 'O', -1, 1) AS __fr_sign
-  FROM __fr_img0_ranked
-  WHERE
-    (
-      __fr_pos = 1 AND old_new__ = 'O'
-    )
-    OR (
-      __fr_pos = __fr_n AND old_new__ = 'N'
-    )
+    AND old_new__ <> 'U'
 ), __fr_img1_keys AS (
   SELECT DISTINCT
     `k`

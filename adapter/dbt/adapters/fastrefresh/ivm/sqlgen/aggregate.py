@@ -60,7 +60,7 @@ def join_delta_rows(
         if master in sources:
             read = plan.columns_read_of(master)
             images[master] = f"__fr_img{m}"
-            ctes += image_ctes(plan, sources[master], read, images[master])
+            ctes += image_ctes(plan, sources[master], read, images[master], net=not plan.algebraic)
     position = {inp.alias.lower(): j for j, inp in enumerate(plan.inputs)}
     parts = []
     for i, inp in enumerate(plan.inputs):
@@ -308,7 +308,8 @@ def aggregate(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: str, *,
 def single_table(plan: ViewPlan, target: Target, source: Source, *,
                  pins: Mapping[TableName, int | None]) -> str:  # fmt: skip
     """An aggregate over one master."""
-    return aggregate(plan, target, image_ctes(plan, source), aggregate_rows(plan), pins=pins)
+    ctes = image_ctes(plan, source, net=not plan.algebraic)
+    return aggregate(plan, target, ctes, aggregate_rows(plan), pins=pins)
 
 
 def over_join(

@@ -51,12 +51,22 @@ def cv_skip(columns_read: Sequence[str], log: LogSource) -> str:
 
 
 def image_ctes(
-    plan: ViewPlan, source: Source, columns: Sequence[str] | None = None, name: str = "imgs"
+    plan: ViewPlan,
+    source: Source,
+    columns: Sequence[str] | None = None,
+    name: str = "imgs",
+    *,
+    net: bool = True,
 ) -> list[str]:
     """CTEs ending in ``name``: the needed master columns plus ``__fr_sign``.
 
     ``columns``: the master columns to read (default: all the view reads); ``name`` names
     the last CTE and prefixes the others, so several masters' images can sit side by side.
+    ``net``: on a keyed log, only each key's net change (its first old and last new
+    image). A delta that is linear in its rows (signed sums and counts, the join delta
+    rule under them) passes ``net=False`` and takes every image of the range, signed: a
+    key's images telescope (each update's new image is the next one's old), so their
+    signed sum is the net change, without the window that sorts the range by key.
     """
     log = source.log if isinstance(source, MasterSource) else source
     read = plan.columns_read if columns is None else columns
@@ -77,10 +87,12 @@ def image_ctes(
             f"LEFT SEMI JOIN {p}keys c ON {on})",
             f"{name} AS (SELECT * FROM {p}old UNION ALL SELECT * FROM {p}new)",
         ]
-    if not log.key_columns:
+    if not log.key_columns or not net:
+        # A key-only log writes an update of a key as one 'U' row: the key, unchanged.
+        images = "" if not log.key_columns else " AND old_new__ <> 'U'"
         return [
             f"{name} AS (SELECT {sel}, IF(old_new__ = 'N', 1, -1) AS __fr_sign "
-            f"FROM {log.log_table.sql} WHERE {where})"
+            f"FROM {log.log_table.sql} WHERE {where}{images})"
         ]
     part = ", ".join(q(k) for k in log.key_columns)
     return [
