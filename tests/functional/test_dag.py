@@ -183,16 +183,26 @@ class TestDagRefreshesFast(FastRefreshProject):
             assert "COMPLETE refresh" not in out, out
             run_dbt(["test"])
 
-        # An upstream model rebuilt completely: the models over it go on, COMPLETE once
-        # saying why, then FAST, and equal to their query throughout.
+        # An upstream model rebuilt completely: rewritten in place (its history kept), so
+        # the log on it captures the rebuild as the rows it changed, and the models over
+        # it refresh FAST, equal to their query.
         _dml(project, rng, next_id)
         out = _run(["run", "--full-refresh", "-s", "stg_customers"])
         assert f"COMPLETE refresh of {s}.stg_customers: --full-refresh" in out, out
         out = _run(["run"])
-        # Today a rebuild replaces the table, which cuts its history: the view over it is
-        # told its log is younger than its last refresh and rebuilds once.
+        assert f"FAST refresh of {s}.int_orders_regions" in out, out
+        assert "COMPLETE refresh" not in out, out
+        run_dbt(["test"])
+        # A new query replaces the upstream table, which starts a new history: the view
+        # over it is told its log is younger than its last refresh and rebuilds once.
+        write_file(
+            MODELS["stg_customers.sql"].replace("upper(region)", "lower(region)"),
+            project.project_root / "models", "stg_customers.sql",
+        )  # fmt: skip
+        out = _run(["run", "-s", "stg_customers", "int_orders_regions"])
+        assert f"COMPLETE refresh of {s}.stg_customers" in out, out
         younger = f"COMPLETE refresh of {s}.int_orders_regions: the materialized view log"
-        assert younger in out or f"FAST refresh of {s}.int_orders_regions" in out, out
+        assert younger in out, out
         run_dbt(["test"])
         _dml(project, rng, next_id)
         out = _run(["run"])

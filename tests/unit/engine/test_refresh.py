@@ -109,3 +109,35 @@ def test_column_change_names_what_a_new_query_adds_and_removes() -> None:
     assert change("select k, w from s.t") == "new column(s) w; column(s) v removed"
     assert change("select v, k from s.t") == "columns reordered (v, k)"
     assert change("select k, v from s.t limit 3") is None, "an unplanned query: not known"
+
+
+def test_a_rebuild_keeps_the_views_history_only_when_its_definition_is_unchanged() -> None:
+    import dataclasses
+
+    from dbt.adapters.fastrefresh.engine.refresh import ViewRecord, keeps_history
+    from dbt.adapters.fastrefresh.iceberg.columns import Column
+    from dbt.adapters.fastrefresh.ivm.analysis import analyze
+    from dbt.adapters.fastrefresh.protocol.state import ViewConfig, ViewState
+
+    name = TableName("s", "t")
+    columns = [Column("k", "bigint"), Column("v", "int")]
+    plan = analyze("select k, v from s.t", {name: columns}, {name: ["k"]})
+    config = ViewConfig(plan.sql, plan.query_hash, "h", "projection", (name,), "", T0)
+    state = ViewState("force", "FAST", T1, None)
+    meta = TableMeta(V, True, "iceberg", tuple(columns), 42, {})
+    record = ViewRecord(meta, config, state, Found("{}", 42, True))
+    assert keeps_history(record, config, plan)
+    for change in (
+        {"query_hash": "other"},
+        {"master_schema_hash": "other"},
+        {"table_options": "comment 'x'"},
+        {"table_properties": {"write.merge.mode": "merge-on-read"}},
+    ):
+        assert not keeps_history(record, dataclasses.replace(config, **change), plan), change
+    partitioned = dataclasses.replace(config, table_options="partitioned by (v)")
+    assert not keeps_history(dataclasses.replace(record, config=partitioned), partitioned, plan)
+    # The table's columns changed by hand, no configuration or no state: replace the table.
+    renamed = dataclasses.replace(meta, columns=(Column("k", "bigint"), Column("w", "int")))
+    assert not keeps_history(dataclasses.replace(record, meta=renamed), config, plan)
+    assert not keeps_history(dataclasses.replace(record, config=None), config, plan)
+    assert not keeps_history(dataclasses.replace(record, state=None), config, plan)

@@ -5,8 +5,9 @@
 2. **Decide**: fast, or complete with a reason (``refresh_method: force``), or fail naming
    cause and fix (``refresh_method: fast``) — ``decide``.
 3. **Setup** per log (capture, choose the time, mark) — ``mlog.consumers.setup``.
-4. **Apply**: one MERGE of the delta (fast), or ``CREATE OR REPLACE TABLE ... AS`` on the
-   pinned master snapshots (complete). The view's new state (its place on each log, the
+4. **Apply**: one MERGE of the delta (fast), or a rebuild on the pinned master snapshots
+   (complete): ``INSERT OVERWRITE`` of the table when the view's definition is unchanged
+   (its history kept for the logs on it), else ``CREATE OR REPLACE TABLE ... AS``. The view's new state (its place on each log, the
    master snapshots it reflects) goes with that commit. With no change pending nothing
    is written at all.
 5. **Wrap-up**: a complete refresh registers the view on logs it is new to; the logs'
@@ -155,6 +156,31 @@ def overwrites(record: ViewRecord) -> bool:
         return False
     spec = TableSpec(record.config.table_options, record.config.table_properties)
     return spec.table_properties().get("write.merge.mode") != "merge-on-read"
+
+
+def keeps_history(record: ViewRecord, config: ViewConfig, plan: ViewPlan) -> bool:
+    """Whether a complete refresh may rewrite the view in place (``INSERT OVERWRITE``)
+    rather than replace its table: the same query over the same master columns (so the
+    same columns and types), the same table options and properties, and an unpartitioned
+    table (under Spark's dynamic partition overwrite mode an INSERT OVERWRITE keeps the
+    partitions the new rows do not reach). The overwrite keeps the view's history, so a
+    log on the view captures the rebuild as the rows it changed and the views over it
+    refresh fast; a replaced table starts a new history, and they rebuild once."""
+    old = record.config
+    if old is None or record.state is None:
+        return False
+    same = (
+        old.query_hash == config.query_hash
+        and old.master_schema_hash == config.master_schema_hash
+        and old.table_options == config.table_options
+        and dict(old.table_properties) == dict(config.table_properties)
+    )
+    columns = [c.name.lower() for c in record.meta.columns]
+    return (
+        same
+        and "partitioned by" not in config.table_options.lower()
+        and columns == [c.lower() for c in plan.view_columns]
+    )
 
 
 def schema_hash(masters: list[MasterState]) -> str:
@@ -467,11 +493,18 @@ class _Refresh:
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
         select = sqlgen.complete_select(plan, pins)
-        statement = (
-            f"CREATE OR REPLACE TABLE {self.view.sql} USING iceberg {self.table.options} "
-            f"TBLPROPERTIES ({sqltext.properties(properties)}) AS {select}"
-        )
+        if record is not None and keeps_history(record, config, plan):
+            statement = f"INSERT OVERWRITE TABLE {self.view.sql} {select}"
+        else:
+            statement = (
+                f"CREATE OR REPLACE TABLE {self.view.sql} USING iceberg {self.table.options} "
+                f"TBLPROPERTIES ({sqltext.properties(properties)}) AS {select}"
+            )
         commit_view(env, self.view, statement, state, fault="apply.after_rebuild")
+        if statement.startswith("INSERT") and record and record.config != config:
+            # After the data: a crash between the two leaves the old configuration, which
+            # only makes the next refresh rebuild again.
+            env.tables.set_properties(self.view, {VIEW_CONFIG: config.to_json()})
         faults.point("register.before")
         register(env, list(self.setups.values()))
 
