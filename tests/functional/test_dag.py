@@ -72,6 +72,15 @@ select customer_id, count(*) as open_orders, sum(amount_usd) as open_amount
 from {{ ref('int_open_orders') }}
 group by customer_id
 """,
+    "mart_north_orders.sql": """
+{{ config(materialized='fast_refresh') }}
+with orders as (select * from {{ ref('stg_orders') }})
+select order_id, amount_usd from orders
+where exists (
+    select 1 from {{ ref('stg_customers') }} c
+    where c.customer_id = orders.customer_id and c.region = 'NORTH'
+)
+""",
     "mart_region_copy.sql": """
 {{ config(materialized='fast_refresh') }}
 select * from {{ ref('mart_region_revenue') }} where orders > 0
@@ -91,11 +100,13 @@ models:
     data_tests: [fast_refresh.equals_query]
   - name: mart_region_copy
     data_tests: [fast_refresh.equals_query]
+  - name: mart_north_orders
+    data_tests: [fast_refresh.equals_query]
 """,
 }
 FAST_MODELS = [
     "stg_orders", "stg_customers", "int_orders_regions", "mart_region_revenue",
-    "mart_open_by_customer", "mart_region_copy",
+    "mart_open_by_customer", "mart_region_copy", "mart_north_orders",
 ]  # fmt: skip
 STATUSES = ["open", "shipped", "cancelled", "OPEN"]
 REGIONS = ["north", "south", "east", None]

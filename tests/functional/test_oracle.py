@@ -79,6 +79,18 @@ VIEWS = {
         "m1,m3",
     ),
     "join_self": ("SELECT a.k, b.k AS k2, a.y FROM {s}.m1 a, {s}.m1 b WHERE a.x = b.x + 1", "m1"),
+    # Subquery filters: EXISTS over a key-only log, NOT EXISTS over a key-less one, IN with
+    # a hidden key (NULLs in the correlated columns on both sides).
+    "semi_exists": (
+        "SELECT k, g, x FROM {s}.m1 a WHERE EXISTS (SELECT 1 FROM {s}.m3 b WHERE b.g = a.g "
+        "AND b.x > 2)",
+        "m1,m3",
+    ),
+    "anti_exists": (
+        "SELECT k, y FROM {s}.m1 a WHERE NOT EXISTS (SELECT 1 FROM {s}.m2 c WHERE c.g = a.g)",
+        "m1,m2",
+    ),
+    "semi_in": ("SELECT g, x FROM {s}.m1 WHERE x IN (SELECT x FROM {s}.m3 WHERE g <> 'c')", "m1,m3"),
 }
 MASTERS = ("m1", "m2", "m3")
 

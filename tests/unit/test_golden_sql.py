@@ -145,6 +145,25 @@ VIEWS = {
         (M1, M3),
     ),
     "join_self": ("SELECT a.k, b.k AS k2, a.y FROM {s}.m1 a, {s}.m1 b WHERE a.x = b.x + 1", (M1,)),
+    # Subquery filters: the outer table's changes alone, a subquery's table's (key-less
+    # and key-only logs), both at once, and a table filtered by itself.
+    "semi_outer_changed": (
+        "SELECT k, g FROM {s}.m1 a WHERE x > 0 AND EXISTS (SELECT 1 FROM {s}.m3 b "
+        "WHERE b.g = a.g AND b.x > 5)",
+        (M1,),
+    ),
+    "semi_inner_changed": (
+        "SELECT k, g FROM {s}.m1 a WHERE g IN (SELECT g FROM {s}.m2 WHERE x IS NOT NULL)",
+        (M2,),
+    ),
+    "semi_anti_both_changed": (
+        "SELECT g, x FROM {s}.m1 a WHERE NOT EXISTS (SELECT 1 FROM {s}.m3 b WHERE b.g = a.g)",
+        (M1, M3),
+    ),
+    "semi_self": (
+        "SELECT k FROM {s}.m1 a WHERE EXISTS (SELECT 1 FROM {s}.m1 c WHERE c.k = a.x)",
+        (M1,),
+    ),
 }
 # The shapes a small copy-on-write view takes its delta for as one INSERT OVERWRITE.
 OVERWRITE = ("projection_keyed", "aggregate_signed", "aggregate_minmax", "join_aggregate")

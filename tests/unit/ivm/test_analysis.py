@@ -339,3 +339,97 @@ def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
     assert changes.split("SELECT IF(", 1)[1] in overwrite
     for statement in (merge, overwrite):
         sqlglot.parse_one(statement, read="spark")
+
+
+def test_exists_and_in_filters_are_semi_joins_keyed_by_the_outer_table() -> None:
+    p = plan(
+        "select o.order_id, o.amount from shop.orders o where o.status <> 'void' and exists "
+        "(select 1 from shop.customers c where c.customer_id = o.customer_id and c.region = 'eu')"
+    )
+    assert p.shape == "projection" and p.keyed and p.masters == (M, C)
+    (semi,) = p.semis
+    assert (semi.master, semi.alias, semi.anti) == (C, "c", False)
+    assert [(a.sql(), b.sql()) for a, b in semi.pairs] == [("o.customer_id", "c.customer_id")]
+    assert p.columns_read_of(M) == ("amount", "customer_id", "order_id", "status")
+    assert p.columns_read_of(C) == ("customer_id", "region")
+    assert "EXISTS in shop.customers c" in p.describe()
+    p = plan(
+        "select amount from shop.orders where customer_id in "
+        "(select customer_id from shop.customers where region = 'eu')"
+    )
+    (semi,) = p.semis
+    assert p.hidden == (("__fr_k_order_id", "orders.order_id"),)
+    assert [(a.sql(), b.sql()) for a, b in semi.pairs] == [
+        ("orders.customer_id", "customers.customer_id")
+    ]
+    p = plan(
+        "select order_id from shop.orders o where not exists "
+        "(select 1 from shop.customers c where o.customer_id = c.customer_id)"
+    )
+    assert p.semis[0].anti
+    # A table filtered by a subquery over itself: one master in both roles.
+    p = plan(
+        "select order_id from shop.orders o where exists "
+        "(select 1 from shop.orders p where p.order_id = o.customer_id)"
+    )
+    assert p.masters == (M,) and p.columns_read_of(M) == ("customer_id", "order_id")
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        (
+            "select order_id from shop.orders where customer_id not in "
+            "(select customer_id from shop.customers)",
+            "NOT IN (SELECT ...)",
+        ),
+        (
+            "select order_id from shop.orders o where exists "
+            "(select 1 from shop.customers c where c.customer_id > o.customer_id)",
+            "correlated by c.customer_id > o.customer_id",
+        ),
+        (
+            "select order_id from shop.orders where exists (select 1 from shop.customers)",
+            "not correlated with the outer table by an equality",
+        ),
+        (
+            "select order_id from shop.orders o where o.amount > 0 or exists "
+            "(select 1 from shop.customers c where c.customer_id = o.customer_id)",
+            "subquery",
+        ),
+        (
+            "select status, count(*) from shop.orders o where exists (select 1 from "
+            "shop.customers c where c.customer_id = o.customer_id) group by status",
+            "aggregate over a subquery filter",
+        ),
+        (
+            "select o.order_id from shop.orders o where exists (select 1 from shop.customers "
+            "c join shop.orders x on x.customer_id = c.customer_id "
+            "where c.customer_id = o.customer_id)",
+            "joins tables",
+        ),
+        (
+            "select order_id from shop.orders o where customer_id in "
+            "(select max(customer_id) from shop.customers)",
+            "aggregates",
+        ),
+        (
+            "select order_id from shop.orders where exists "
+            "(select 1 from shop.orders where order_id = customer_id)",
+            "alias them apart",
+        ),
+    ],
+)
+def test_subquery_filters_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:
+    p = plan(sql)
+    assert p.shape == "unsupported"
+    assert construct in (p.reason or ""), p.reason
+
+
+def test_a_semi_join_needs_a_keyed_outer_table() -> None:
+    p = plan(
+        "select status from shop.orders o where exists "
+        "(select 1 from shop.customers c where c.customer_id = o.customer_id)",
+        keys={C: ["customer_id"]},
+    )
+    assert p.shape == "unsupported" and p.reason_code == "no_keyed_log"

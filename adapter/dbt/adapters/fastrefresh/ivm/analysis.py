@@ -45,6 +45,14 @@ from dbt.adapters.fastrefresh.ivm.inline import (
     needs_inlining,
     visible,
 )
+from dbt.adapters.fastrefresh.ivm.semi import (
+    SemiJoin,
+    SemiJoinError,
+    conjuncts,
+    is_semi,
+    semi_joins,
+    without_semis,
+)
 from dbt.adapters.fastrefresh.protocol.decisions import Word
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -135,6 +143,7 @@ class ViewPlan:
     qualified: str = ""  # the qualified query (stars expanded, columns qualified)
     expressions: tuple[str, ...] = field(default=())  # output expressions as written
     inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
+    semis: tuple[SemiJoin, ...] = ()  # a projection's [NOT] EXISTS / IN (SELECT) filters
     reason_code: str | None = None  # decisions.ReasonCode value of ``reason``
     # Trees, for the SQL generator to build statements from (never re-parsed from text):
     tree: exp.Select | None = field(default=None, compare=False, repr=False)  # ``qualified``
@@ -156,7 +165,12 @@ class ViewPlan:
         ]
 
     def columns_read_of(self, master: TableName) -> tuple[str, ...]:
-        """The columns of ``master`` the query reads (over all its inputs, for a join)."""
+        """The columns of ``master`` the query reads (over all its inputs, for a join;
+        as the outer table and in subquery filters, for a semi-join)."""
+        if self.semis:
+            read = set(self.columns_read) if master == self.masters[0] else set()
+            read |= {c for s in self.semis if s.master == master for c in s.columns_read}
+            return tuple(sorted(read))
         if not self.inputs:
             return self.columns_read
         return tuple(sorted({c for i in self.inputs if i.master == master for c in i.columns_read}))
@@ -188,7 +202,8 @@ class ViewPlan:
             )
         if self.shape is Shape.PROJECTION:
             how = "keyed by " + ", ".join(self.key_columns) if self.keyed else "key-less, counted"
-            return f"projection/filter of {self.masters[0]} ({how})"
+            semis = "".join(f"; {s.describe()}" for s in self.semis)
+            return f"projection/filter of {self.masters[0]} ({how}{semis})"
         kinds = sorted({a.kind for a in self.aggregates}) or ["distinct"]
         method = "signed deltas" if self.algebraic else "recompute of the affected groups"
         groups = f"{len(self.groups)} group expression(s)" if self.groups else "no GROUP BY"
@@ -336,9 +351,12 @@ def _plan(
         if isinstance(tree, exp.Union | exp.Intersect | exp.Except):
             what = "a set operation (UNION/INTERSECT/EXCEPT)"
         raise _Refused(f"{what} is not fast-refreshable yet")
-    offender = _first_offender(tree)
+    semis = any(is_semi(t) for t in conjuncts(tree.args.get("where")))
+    offender = _first_offender(without_semis(tree) if semis else tree)
     if offender:
         raise _Refused(f"the query uses {offender}")
+    if semis:
+        return _plan_semi(sql, tree, master_columns, keys)
     if tree.args.get("joins"):
         return _analyze_join(sql, tree, masters, master_columns, keys)
     master, qualified = _single_table(tree, master_columns)
@@ -357,6 +375,61 @@ def _plan(
     }  # fmt: skip
     if _is_aggregate(qualified):
         return _plan_aggregate(qualified, base)
+    return _plan_projection(qualified, alias, key, base)
+
+
+def _plan_semi(
+    sql: str,
+    tree: exp.Select,
+    master_columns: dict[TableName, list[Column]],
+    keys: dict[TableName, list[str]],
+) -> ViewPlan:
+    """A keyed projection filtered by ``[NOT] EXISTS`` / ``IN (SELECT ...)`` (``semi.py``):
+    the outer table's key identifies a view row, and each subquery's correlation says
+    which rows a change of its table reaches."""
+    if tree.args.get("joins"):
+        raise _Refused("the query uses a subquery filter (EXISTS/IN) over a join")
+    if _is_aggregate(tree):
+        raise _Refused("the query uses an aggregate over a subquery filter (EXISTS/IN)")
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    if from_ is None or not isinstance(from_.this, exp.Table):
+        raise _Refused("the query must read one table in FROM")
+    schema: dict[str, object] = {}
+    for table in tree.find_all(exp.Table):
+        master = _master_of(table, master_columns)
+        tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
+        tables[master.table] = visible(master_columns[master])
+    try:
+        qualified = _qualify(tree, schema)
+    except SqlglotError as exc:
+        raise _Refused(f"the query could not be resolved against its tables ({exc})") from exc
+    assert isinstance(qualified, exp.Select)
+    outer_table = qualified.find(exp.Table)
+    assert outer_table is not None
+    alias, outer = outer_table.alias_or_name, _master_of(outer_table, master_columns)
+    try:
+        semis = semi_joins(qualified, alias, lambda t: _master_of(t, master_columns))
+    except SemiJoinError as exc:
+        raise _Refused(f"the query uses {exc}") from exc
+    key = list(keys.get(outer) or [])
+    if not key:
+        raise _Refused(
+            f"the query filters {outer} by a subquery (EXISTS/IN), which refreshes fast only "
+            "when that table's materialized view log has a primary key",
+            code="no_keyed_log",
+        )
+    selects = list(qualified.expressions)
+    _check_output_names([s.alias_or_name for s in selects], "")
+    where = qualified.args.get("where")
+    read = {c.name.lower() for c in qualified.find_all(exp.Column) if c.table == alias}
+    others = sorted({s.master for s in semis} - {outer}, key=str)
+    base: dict[str, object] = {
+        "sql": sql, "query_hash": query_hash(sql), "masters": (outer, *others), "alias": alias,
+        "filter": _render(where.this) if where is not None else None,
+        "columns_read": tuple(sorted(read)), "qualified": _render(qualified), "tree": qualified,
+        "expressions": tuple(_render(s.unalias()) for s in selects), "keyed": True,
+        "key_columns": tuple(key), "semis": semis,
+    }  # fmt: skip
     return _plan_projection(qualified, alias, key, base)
 
 

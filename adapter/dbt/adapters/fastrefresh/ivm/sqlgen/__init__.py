@@ -10,8 +10,8 @@ master by time travel for the changed keys (old: the snapshot the view reflected
 the pinned one). Every delta is applied with one MERGE, so it is atomic.
 
 One module per concern: ``images`` (where changed rows come from), ``complete`` (the
-complete refresh's SELECT), ``projection``, ``aggregate`` and ``join`` (each shape's
-delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
+complete refresh's SELECT), ``projection``, ``aggregate``, ``join`` and ``semi`` (each
+shape's delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
 dispatcher from a view's plan to its delta statement, for refresh and explain alike.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dbt.adapters.fastrefresh.ivm.analysis import Shape, ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, projection
+from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, projection, semi
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, MasterSource, Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.join import join_merge
@@ -65,6 +65,8 @@ def delta_statement(
         return join_merge(plan, target, logs, pins=pins)
     if plan.inputs:  # an aggregate over a join: every master's changes in one statement
         return aggregate.over_join(plan, target, sources, pins=pins, old_pins=old_pins)
+    if plan.semis:  # a keyed projection filtered by [NOT] EXISTS / IN (SELECT ...)
+        return semi.semi_join(plan, target, sources, pins=pins)
     (source,) = sources.values()
     if plan.shape is Shape.PROJECTION:
         ctes = image_ctes(plan, source)
@@ -80,6 +82,15 @@ def notes(plan: ViewPlan) -> list[str]:
         return [
             "a join reads the changed keys from its logs and joins their rows from the "
             "masters at the pinned snapshots"
+        ]
+    if plan.semis:
+        return [
+            "changes of the outer table alone: its changed keys' rows deleted and their new "
+            "rows inserted when they pass the filter, its subqueries reading their tables "
+            "as pinned",
+            "changes of a subquery's table: the outer rows whose correlated values equal a "
+            "changed row's, before or after, are recomputed from the pinned tables and "
+            "merged by the outer key",
         ]
     if plan.inputs:
         return [

@@ -10,9 +10,12 @@ from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, nu
 from dbt.adapters.fastrefresh.sqltext import string
 
 
-def projection_keyed(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str:
+def projection_keyed(
+    plan: ViewPlan, target: Target, ctes: Sequence[str], *, filter: str | None = None
+) -> str:
     """A keyed projection: a changed key's old image deletes its row, its new image (when
-    it passes the filter) inserts the row again."""
+    it passes the filter) inserts the row again. ``filter``: the view's filter with the
+    tables its subqueries read pinned (a semi-join's), instead of ``plan.filter``."""
     view, types = target.view, target.types
     alias = plan.alias
     key_exprs = {
@@ -23,7 +26,8 @@ def projection_keyed(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str
     cols = list(plan.view_columns)
     deletes = [key_exprs[c] if c in key_exprs else null(c, types) for c in cols]
     inserts = [f"CAST({outputs[c]} AS {types[c]})" for c in cols]
-    where = f" AND ({plan.filter})" if plan.filter else ""
+    condition = filter if filter is not None else plan.filter
+    where = f" AND ({condition})" if condition else ""
     # One pass over the images (a second would read the log again): a key's old image
     # (at most one) deletes the key's row (the view can hold one only if the key had an
     # old image); its new image, when it passes the filter, inserts the row again.
