@@ -7,9 +7,9 @@
 3. **Setup** per log (capture, choose the time, mark) — ``mlog.consumers.setup``.
 4. **Apply**: one MERGE of the delta (fast), or a rebuild on the pinned master snapshots
    (complete): ``INSERT OVERWRITE`` of the table when the view's definition is unchanged
-   (its history kept for the logs on it), else ``CREATE OR REPLACE TABLE ... AS``. The view's new state (its place on each log, the
-   master snapshots it reflects) goes with that commit. With no change pending nothing
-   is written at all.
+   (its history kept for the logs on it), else ``CREATE OR REPLACE TABLE ... AS``. The
+   view's new state (its place on each log, the master snapshots it reflects) goes with
+   that commit. With no change pending nothing is written at all.
 5. **Wrap-up**: a complete refresh registers the view on logs it is new to; the logs'
    consumed rows are purged (``mlog.consumers.purge_after_refresh``); the run is journaled
    for the registry (``registry.publish``).
@@ -493,7 +493,8 @@ class _Refresh:
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
         select = sqlgen.complete_select(plan, pins)
-        if record is not None and keeps_history(record, config, plan):
+        in_place = record is not None and keeps_history(record, config, plan)
+        if in_place:
             statement = f"INSERT OVERWRITE TABLE {self.view.sql} {select}"
         else:
             statement = (
@@ -501,7 +502,7 @@ class _Refresh:
                 f"TBLPROPERTIES ({sqltext.properties(properties)}) AS {select}"
             )
         commit_view(env, self.view, statement, state, fault="apply.after_rebuild")
-        if statement.startswith("INSERT") and record and record.config != config:
+        if in_place and record is not None and record.config != config:
             # After the data: a crash between the two leaves the old configuration, which
             # only makes the next refresh rebuild again.
             env.tables.set_properties(self.view, {VIEW_CONFIG: config.to_json()})
