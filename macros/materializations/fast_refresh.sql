@@ -11,8 +11,10 @@
     partition_by, clustered_by, buckets, location_root, tblproperties: as dbt-spark
   The logs of the tables it reads (dbt nodes it ref()s or source()s) are created when
   missing, unless a node says mview_log: false (engine/upstream.py).
-  The storage is always an Iceberg table. The protocol (capture, setup, delta, wrap-up)
-  runs in the adapter's Python layer: adapter.fr_refresh_model.
+  The model's relation is a view of its query's columns over an Iceberg table named
+  <model>__fr_data, which holds the rows and the hidden __fr_ columns the refresh keeps;
+  the view carries the model's comments (persist_docs). The protocol (capture, setup,
+  delta, wrap-up) runs in the adapter's Python layer: adapter.fr_refresh_model.
 -#}
 {% materialization fast_refresh, adapter='fastrefresh' %}
   {%- set table_options -%}
@@ -26,11 +28,18 @@
         table_options=table_options, tblproperties=config.get('tblproperties'),
         model=model, graph=graph, on_schema_change=config.get('on_schema_change', 'ignore')) -%}
 
-  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set target_relation = this.incorporate(type='view') -%}
   {%- set existing = load_cached_relation(this) -%}
-  {%- if existing is not none and not existing.is_table -%}
-    {#- A view (or other relation) of that name from another materialization goes first. -#}
-    {% do adapter.drop_relation(existing) %}
+  {%- if existing is not none and not existing.is_view -%}
+    {#- The model's name is the view over its storage table. A table of that name built
+        by dbt-fastrefresh 0.1 becomes the storage table (renamed: it refreshes fast on);
+        another materialization's table goes. -#}
+    {%- if adapter.fr_built_by_0_1(existing) -%}
+      {% do adapter.rename_relation(
+            existing, existing.incorporate(path={'identifier': existing.identifier ~ '__fr_data'})) %}
+    {%- else -%}
+      {% do adapter.drop_relation(existing) %}
+    {%- endif -%}
     {%- set existing = none -%}
   {%- endif -%}
 
@@ -55,6 +64,6 @@
   {%- set grant_config = config.get('grants') -%}
   {%- set should_revoke = should_revoke(existing, full_refresh_mode=(result.get('type') == 'COMPLETE')) -%}
   {% do apply_grants(target_relation, grant_config, should_revoke=should_revoke) %}
-  {% do persist_docs(target_relation, model) %}
+  {#- persist_docs: the comments are part of the view (fr_refresh_model creates it). -#}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -81,6 +81,10 @@ where exists (
     where c.customer_id = orders.customer_id and c.region = 'NORTH'
 )
 """,
+    "report_regions.sql": """
+{{ config(materialized='table', file_format='iceberg') }}
+select * from {{ ref('mart_region_revenue') }}
+""",
     "mart_region_copy.sql": """
 {{ config(materialized='fast_refresh') }}
 select * from {{ ref('mart_region_revenue') }} where orders > 0
@@ -179,11 +183,20 @@ class TestDagRefreshesFast(FastRefreshProject):
         # Sources, both staging models, the join and the aggregate under the copy.
         assert out.count("created materialized view log") == 6, out
         run_dbt(["test"])
-        # An upstream view's hidden columns stay out of a downstream view's `select *`.
-        described = [r[0] for r in self.rows(project, f"describe table {s}.mart_region_copy")]
-        end = next((i for i, c in enumerate(described) if not c or c.startswith("#")), None)
-        columns = described[:end]
-        assert columns == ["region", "orders", "revenue", "__fr_multiplicity"], columns
+
+        # A model's view shows its query's columns; the hidden ones are in its storage table
+        # and stay out of a downstream view's `select *`.
+        def columns(table: str) -> list[str]:
+            described = [r[0] for r in self.rows(project, f"describe table {s}.{table}")]
+            end = next((i for i, c in enumerate(described) if not c or c.startswith("#")), None)
+            return described[:end]
+
+        assert columns("mart_region_revenue") == ["region", "orders", "revenue"]
+        assert "__fr_count" in columns("mart_region_revenue__fr_data")
+        assert columns("mart_region_copy") == ["region", "orders", "revenue"]
+        # ... and out of any reader's: a plain dbt table model selecting * over it.
+        assert columns("report_regions") == ["region", "orders", "revenue"]
+        assert columns("mart_region_copy__fr_data")[-1] == "__fr_multiplicity"
         rng = random.Random(23)
         next_id = [4]
         for round_ in range(4):
@@ -210,10 +223,11 @@ class TestDagRefreshesFast(FastRefreshProject):
             MODELS["stg_customers.sql"].replace("upper(region)", "lower(region)"),
             project.project_root / "models", "stg_customers.sql",
         )  # fmt: skip
-        out = _run(["run", "-s", "stg_customers", "int_orders_regions"])
+        out = _run(["run", "-s", "stg_customers", "int_orders_regions", "mart_north_orders"])
         assert f"COMPLETE refresh of {s}.stg_customers" in out, out
-        younger = f"COMPLETE refresh of {s}.int_orders_regions: the materialized view log"
-        assert younger in out, out
+        for over in ("int_orders_regions", "mart_north_orders"):
+            younger = f"COMPLETE refresh of {s}.{over}: the materialized view log"
+            assert younger in out, out
         run_dbt(["test"])
         _dml(project, rng, next_id)
         out = _run(["run"])
@@ -227,7 +241,8 @@ class TestDagRefreshesFast(FastRefreshProject):
         rm_file(models, "mart_region_copy.sql")
         rm_file(models, "mart_open_by_customer.sql")
         write_file(MODELS["schema.yml"].split("  - name: mart_open")[0], models, "schema.yml")
-        project.run_sql(f"drop table {s}.mart_open_by_customer")
+        project.run_sql(f"drop view {s}.mart_open_by_customer")
+        project.run_sql(f"drop table {s}.mart_open_by_customer__fr_data")
         _dml(project, rng, next_id)
         out = _run(["run"])
         renamed = (
@@ -235,7 +250,8 @@ class TestDagRefreshesFast(FastRefreshProject):
             "longer a model of this dbt project"
         )
         dropped = (
-            f"released {s}.mart_open_by_customer from the log of {s}.stg_orders: its table is gone"
+            f"released {s}.mart_open_by_customer from the log of {s}.stg_orders: its table "
+            f"{s}.mart_open_by_customer__fr_data is gone"
         )
         assert renamed in out and dropped in out, out
         users = self.rows(project, f"select mview from {s}_reg.mview_log_users order by mview")
@@ -244,5 +260,5 @@ class TestDagRefreshesFast(FastRefreshProject):
         ) not in users
         _dml(project, rng, next_id)
         _run(["run"])
-        for log in ("mlog__mart_region_revenue", "mlog__stg_orders"):
+        for log in ("mlog__mart_region_revenue__fr_data", "mlog__stg_orders__fr_data"):
             assert self.rows(project, f"select count(*) from {s}.{log}") == [(0,)], log

@@ -226,7 +226,7 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert out.count("FAST refresh of") == 2
 
         # A refresh that died after changing the view: the view's snapshot moved.
-        project.run_sql(f"insert into {s}.mv_force values (99, 'tampered')")
+        project.run_sql(f"insert into {s}.mv_force__fr_data values (99, 'tampered')")
         _, out = run_dbt_and_capture(["run", "-s", "mv_force"])
         assert "did not finish" in out
         run_dbt(["test", "-s", "mv_force"])
@@ -395,19 +395,20 @@ class TestTableConfigs(FastRefreshProject):
         project.run_sql(f"insert into {s}.o values (3, 'open')")
         _, out = run_dbt_and_capture(["run", "-s", "by_status", "plain", "parted"])
         assert out.count("FAST refresh of") == 3
-        props = dict(self.rows(project, f"show tblproperties {s}.by_status"))
+        # The model's table options and properties are its storage table's.
+        props = dict(self.rows(project, f"show tblproperties {s}.by_status__fr_data"))
         assert props["team"] == "analytics" and props["write.merge.mode"] == "merge-on-read"
         assert "write.merge.distribution-mode" not in props, "the user's properties only"
-        plain = dict(self.rows(project, f"show tblproperties {s}.plain"))
+        plain = dict(self.rows(project, f"show tblproperties {s}.plain__fr_data"))
         assert plain["format-version"] == "2"
         assert plain["write.merge.distribution-mode"] == "none"
-        parted = dict(self.rows(project, f"show tblproperties {s}.parted"))
+        parted = dict(self.rows(project, f"show tblproperties {s}.parted__fr_data"))
         assert parted["format-version"] == "2"
         assert "write.merge.distribution-mode" not in parted, "partitioned: Iceberg's default"
         assert self.rows(project, f"select id, status from {s}.parted order by id") == [
             (1, "open"), (2, "shipped"), (3, "open"),
         ]  # fmt: skip
-        described = self.rows(project, f"describe table {s}.by_status")
+        described = self.rows(project, f"describe table {s}.by_status__fr_data")
         partition_rows = [
             r[0] for r in described[described.index(("# Partition Information", "", "")) :]
         ]

@@ -90,7 +90,10 @@ VIEWS = {
         "SELECT k, y FROM {s}.m1 a WHERE NOT EXISTS (SELECT 1 FROM {s}.m2 c WHERE c.g = a.g)",
         "m1,m2",
     ),
-    "semi_in": ("SELECT g, x FROM {s}.m1 WHERE x IN (SELECT x FROM {s}.m3 WHERE g <> 'c')", "m1,m3"),
+    "semi_in": (
+        "SELECT g, x FROM {s}.m1 WHERE x IN (SELECT x FROM {s}.m3 WHERE g <> 'c')",
+        "m1,m3",
+    ),
 }
 MASTERS = ("m1", "m2", "m3")
 

@@ -67,16 +67,16 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
     for _ in range(3):
         change()
         refresh_all(first=False, expect="FAST")
-    rows_v = f"{SCHEMA}.rows_v"
+    rows_v = f"{SCHEMA}.rows_v__fr_data"  # the view's storage table
     assert _delete_files(spark, rows_v) > 0, "the MERGEs wrote delete files: merge-on-read"
 
     # Compaction: every view's files rewritten with their deletes applied; no row changed.
     for name in VIEWS:
         spark.sql(
-            f"CALL system.rewrite_data_files(table => '{SCHEMA}.{name}', "
+            f"CALL system.rewrite_data_files(table => '{SCHEMA}.{name}__fr_data', "
             "options => map('rewrite-all', 'true'))"
         )
-        assert _operation(spark, f"{SCHEMA}.{name}") == "replace"
+        assert _operation(spark, f"{SCHEMA}.{name}__fr_data") == "replace"
     change()
     refresh_all(first=False, expect="FAST")
 

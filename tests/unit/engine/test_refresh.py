@@ -141,3 +141,22 @@ def test_a_rebuild_keeps_the_views_history_only_when_its_definition_is_unchanged
     assert not keeps_history(dataclasses.replace(record, meta=renamed), config, plan)
     assert not keeps_history(dataclasses.replace(record, config=None), config, plan)
     assert not keeps_history(dataclasses.replace(record, state=None), config, plan)
+
+
+def test_a_query_reads_the_fast_refresh_views_it_names_from_their_storage() -> None:
+    import types
+
+    from dbt.adapters.fastrefresh.engine.refresh import resolve_views
+    from dbt.adapters.fastrefresh.iceberg.columns import Column
+    from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG
+
+    storage = TableName("s", "agg__fr_data")
+    columns = (Column("g", "string"), Column("n", "bigint"), Column("__fr_count", "bigint"))
+    stored = {storage: TableMeta(storage, True, "iceberg", columns, 7, {VIEW_CONFIG: "{}"})}
+    env = types.SimpleNamespace(tables=types.SimpleNamespace(load=stored.get))
+    sql = "select a.g, t.x from s.agg a join s.t t on a.g = t.g"
+    assert resolve_views(env, sql) == (  # type: ignore[arg-type]
+        "SELECT a.g, t.x FROM (SELECT `g`, `n` FROM `s`.`agg__fr_data`) AS a "
+        "JOIN s.t AS t ON a.g = t.g"
+    )
+    assert resolve_views(env, "select x from s.t") == "select x from s.t"  # type: ignore[arg-type]

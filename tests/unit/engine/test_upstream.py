@@ -56,3 +56,13 @@ def test_a_bad_setting_names_the_node_and_the_fix() -> None:
     graph = {"nodes": {"model.p.x": node("model.p.x", "model", "a.x", mview_log={"keys": ["id"]})}}
     with pytest.raises(FastRefreshError, match=r"model.p.x: mview_log must be .* Fix: "):
         upstream_of({"depends_on": {"nodes": ["model.p.x"]}}, graph)
+
+
+def test_a_fast_refresh_upstream_is_read_from_its_storage_table() -> None:
+    graph = {
+        "nodes": {
+            "model.p.fr": node("model.p.fr", "model", "`an`.`fr`", materialized="fast_refresh")
+        }
+    }
+    (found,) = upstream_of({"depends_on": {"nodes": ["model.p.fr"]}}, graph)
+    assert found.relation == TableName("an", "fr__fr_data")

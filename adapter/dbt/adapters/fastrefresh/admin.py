@@ -17,11 +17,17 @@ from dbt.adapters.fastrefresh.mlog.consumers import (
     read_view_state,
     view_positions,
 )
-from dbt.adapters.fastrefresh.mlog.ddl import load_log, log_lock, no_log_error, record_state
+from dbt.adapters.fastrefresh.mlog.ddl import (
+    load_log,
+    log_lock,
+    master_table,
+    no_log_error,
+    record_state,
+)
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE
 from dbt.adapters.fastrefresh.registry import store as registry
-from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for
+from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, storage_of, view_of
 
 
 def purge_log(env: Env, master_name: object, num: object = 1, flag: object = "delete") -> str:
@@ -33,7 +39,7 @@ def purge_log(env: Env, master_name: object, num: object = 1, flag: object = "de
         num: how many of the least recently refreshed views may lose rows.
         flag: ``delete`` (at least one view, even with ``num=0``) or ``nop``.
     """
-    master = TableName.parse(master_name)
+    master = master_table(env, master_name)
     if not isinstance(num, int) or isinstance(num, bool) or num < 0:
         raise FastRefreshError(
             f"purge_log num must be a whole number >= 0, got {num!r}. Fix: num=1."
@@ -71,7 +77,7 @@ def purge_mview_from_log(env: Env, mview_name: object, master_name: object | Non
     """DBMS_MVIEW.PURGE_MVIEW_FROM_LOG: drop one view's claim on its logs (or one master's)
     and purge the rows only it still needed. The view then needs a complete refresh."""
     mview = TableName.parse(mview_name)
-    master = TableName.parse(master_name) if master_name else None
+    master = master_table(env, master_name) if master_name else None
     candidates = _candidate_masters(env, mview) if master is None else [master]
     messages = []
     for name in candidates:
@@ -129,14 +135,14 @@ def _master_of(log_table: TableName) -> TableName:
 def unregister_mview(env: Env, mview_name: object) -> str:
     """DBMS_MVIEW.UNREGISTER_MVIEW: forget the view's registration (not its log claims)."""
     mview = TableName.parse(mview_name)
-    meta = env.tables.load(mview, fresh=True)
+    meta = env.tables.load(storage_of(mview), fresh=True)
     if meta is None or VIEW_CONFIG not in meta.properties:
         raise FastRefreshError(
             f"{mview} is not a registered materialized view. Fix: check the name "
             "(schema.table); registered views are listed in the fast_refresh registry models."
         )
     state = read_view_state(env, mview)
-    env.tables.set_properties(mview, {}, remove=[VIEW_CONFIG, VIEW_STATE])
+    env.tables.set_properties(storage_of(mview), {}, remove=[VIEW_CONFIG, VIEW_STATE])
     env.runtime.journal(env.registry).unregistered.add(str(mview))
     claims = sorted(state.positions) if state else []
     note = (
@@ -166,16 +172,18 @@ def release_orphans(env: Env, project_views: set[TableName] | None = None) -> li
         log = load_log(env, TableName.parse(master))
         for user in sorted(log.state.users) if log is not None else []:
             view = TableName.parse(user)
-            meta = env.tables.load(view, fresh=True)
+            meta = env.tables.load(storage_of(view), fresh=True)
             if meta is None or VIEW_CONFIG not in meta.properties:
-                why = "its table is gone or is no longer a fast_refresh view"
+                why = f"its table {storage_of(view)} is gone or is no longer a fast_refresh view's"
             elif project_views is not None and view.schema in schemas and view not in project_views:
                 why = (
                     "it is no longer a model of this dbt project (removed or renamed; drop "
-                    f"its table {view} if it is not needed)"
+                    f"the view {view} and its table {storage_of(view)} if it is not needed)"
                 )
             else:
                 continue
             released = purge_mview_from_log(env, view, master)
-            done.append(f"released {view} from the log of {master}: {why} ({released})")
+            # A master that is a fast_refresh view's storage is named by the view.
+            shown = view_of(TableName.parse(master)) or master
+            done.append(f"released {view} from the log of {shown}: {why} ({released})")
     return done

@@ -20,7 +20,7 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import inspection, refresh
-from dbt.adapters.fastrefresh.engine.config import ModelConfig
+from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
 from dbt.adapters.fastrefresh.engine.upstream import project_fast_refresh_views, upstream_of
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
@@ -196,7 +196,7 @@ class FastrefreshAdapter(SparkAdapter):
     @available.parse(_parse_stub)
     def fr_capture_changes(self, master: Any = None) -> str:
         env = self._env()
-        masters = [TableName.parse(master)] if master else registry.logs_published(env)
+        masters = [mlog.master_table(env, master)] if master else registry.logs_published(env)
         if not masters:
             return "capture: no materialized view logs are registered"
         results = [capture.capture(env, m).message() for m in masters]
@@ -240,6 +240,7 @@ class FastrefreshAdapter(SparkAdapter):
             str(TableName.parse(relation)), refresh_method=refresh_method,
             file_format=file_format, full_refresh=full_refresh, table_options=table_options,
             tblproperties=tblproperties, upstream=upstream, on_schema_change=on_schema_change,
+            docs=ViewDocs.of(model),
         )  # fmt: skip
 
     @available.parse(lambda *args, **kwargs: {})
@@ -247,12 +248,13 @@ class FastrefreshAdapter(SparkAdapter):
         self, relation: BaseRelation, existing: BaseRelation | None, sql: str, config: ModelConfig
     ) -> dict[str, Any]:
         """The fast_refresh materialization's one refresh: the model's view, as ``config``
-        (``fr_model_config``) says. ``existing``: the relation as found (None: not built);
-        ``sql``: the model's compiled SELECT."""
+        (``fr_model_config``) says. ``existing``: the relation as dbt found it (the view;
+        its storage table is looked up by the refresh); ``sql``: the compiled SELECT."""
         result = refresh.refresh_view(
             self._env(), view=TableName.parse(relation), sql=sql, method=config.method,
-            full_refresh=config.full_refresh, exists=existing is not None, table=config.table,
+            full_refresh=config.full_refresh, table=config.table,
             on_schema_change=config.on_schema_change, upstream=config.upstream,
+            docs=config.docs,
         )  # fmt: skip
         return {
             "logs_created": list(result.logs_created),
@@ -260,6 +262,12 @@ class FastrefreshAdapter(SparkAdapter):
             "message": result.message(), "log_rows": result.log_rows, "noop": result.noop,
             "seconds": round(result.seconds, 3),
         }  # fmt: skip
+
+    @available.parse(lambda *args, **kwargs: False)
+    def fr_built_by_0_1(self, relation: BaseRelation) -> bool:
+        """Whether the table at a fast_refresh model's name holds a view built by
+        dbt-fastrefresh 0.1 (the materialization renames it to the storage table)."""
+        return refresh.built_by_0_1(self._env(), TableName.parse(relation))
 
     @available.parse(_parse_stub)
     def fr_refresh_mviews(self, names: Any, method: str = "force") -> str:

@@ -97,3 +97,20 @@ class TableName:
 def log_table_for(master: TableName) -> TableName:
     """The log of ``db.t`` is ``db.mlog__t`` (Oracle's ``MLOG$_T``)."""
     return TableName(master.schema, f"mlog__{master.table}")
+
+
+# A fast_refresh view is a Spark view of its user's columns over an Iceberg table that also
+# holds its hidden ``__fr_`` columns: ``db.v`` reads ``db.v__fr_data``.
+STORAGE_SUFFIX = "__fr_data"
+
+
+def storage_of(view: TableName) -> TableName:
+    """The Iceberg table that holds the rows of the fast_refresh view ``view``."""
+    return TableName(view.schema, view.table + STORAGE_SUFFIX)
+
+
+def view_of(storage: TableName) -> TableName | None:
+    """The fast_refresh view whose rows ``storage`` holds (None: not a storage table)."""
+    if not storage.table.endswith(STORAGE_SUFFIX) or storage.table == STORAGE_SUFFIX:
+        return None
+    return TableName(storage.schema, storage.table[: -len(STORAGE_SUFFIX)])

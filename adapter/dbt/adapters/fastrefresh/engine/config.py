@@ -47,16 +47,42 @@ class TableSpec:
 
 
 @dataclass(frozen=True)
+class ViewDocs:
+    """The comments a model's view carries (dbt's ``persist_docs``): the relation's
+    description, and each documented column's."""
+
+    relation: str | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, model: Mapping[str, Any] | None) -> ViewDocs:
+        """From dbt's model node: what ``persist_docs`` asks to persist."""
+        if not model:
+            return cls()
+        config = model.get("config") or {}
+        persist = config.get("persist_docs") or {}
+        relation = model.get("description") if persist.get("relation") else None
+        columns = {
+            str(name).lower(): str(column.get("description"))
+            for name, column in (model.get("columns") or {}).items()
+            if persist.get("columns") and column.get("description")
+        }
+        return cls(str(relation) if relation else None, columns)
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """What a ``fast_refresh`` model's config says, typed.
 
     Attributes:
         method: ``refresh_method`` (force, fast or complete).
         full_refresh: ``dbt run --full-refresh`` (or the model's ``full_refresh`` config).
-        table: how the view's table is created (dbt-spark's clauses, ``tblproperties``).
+        table: how the view's storage table is created (dbt-spark's clauses,
+            ``tblproperties``).
         upstream: the tables the model reads, from dbt's graph, and their ``mview_log``
             settings (``engine/upstream.py``).
         on_schema_change: what a change of the view's columns does (``refresh_view``).
+        docs: the comments the view carries (``persist_docs``).
     """
 
     method: RefreshMethod = RefreshMethod.FORCE
@@ -64,6 +90,7 @@ class ModelConfig:
     table: TableSpec = field(default_factory=TableSpec)
     upstream: tuple[Upstream, ...] = ()
     on_schema_change: str = "ignore"
+    docs: ViewDocs = field(default_factory=ViewDocs)
 
     @classmethod
     def parse(
@@ -77,6 +104,7 @@ class ModelConfig:
         tblproperties: object = None,
         upstream: Sequence[Upstream] = (),
         on_schema_change: object = "ignore",
+        docs: ViewDocs | None = None,
     ) -> ModelConfig:
         """The config of ``model`` from dbt's values, or an error naming the bad one.
 
@@ -91,6 +119,7 @@ class ModelConfig:
             upstream: the tables the model reads (``upstream.upstream_of``).
             on_schema_change: dbt's ``ignore`` (default), ``fail``,
                 ``append_new_columns`` or ``sync_all_columns``.
+            docs: the comments the view carries (``ViewDocs.of`` the model's node).
         """
         where = f"Model {model}"
         if str(file_format or "iceberg").strip().lower() != "iceberg":
@@ -104,6 +133,7 @@ class ModelConfig:
             table=TableSpec(str(table_options or ""), _properties(where, tblproperties)),
             upstream=tuple(upstream),
             on_schema_change=_on_schema_change(where, on_schema_change),
+            docs=docs or ViewDocs(),
         )
 
 

@@ -19,6 +19,7 @@ from dbt.adapters.fastrefresh.engine.refresh import (
     overwrites,
     plan_of,
     refresh_view,
+    resolve_views,
     schema_hash,
 )
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -72,7 +73,7 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
                 pending.append(f"{m.name} changed (no log: the next refresh is complete)")
             continue
         position = state.positions.get(str(m.log.log_table))
-        problem = usability_problem(m.log, record.meta.name, position, state.last_refresh_time)
+        problem = usability_problem(m.log, record.name, position, state.last_refresh_time)
         if problem is not None:
             return Staleness.UNUSABLE, str(problem)
         assert position is not None
@@ -105,6 +106,7 @@ def explain(env: Env, target: str) -> str:
         assert record.config is not None
         sql = record.config.definition
     lines = [f"explain_mview {view or 'query'}:"]
+    sql = resolve_views(env, sql)
     masters = load_masters(env, sql)
     known = {m.name for m in masters}
     for name in tables_of(sql):

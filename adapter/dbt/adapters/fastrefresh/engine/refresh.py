@@ -31,10 +31,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import sqlglot
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from dbt.adapters.fastrefresh import sqltext
-from dbt.adapters.fastrefresh.engine.config import TableSpec
+from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
+from dbt.adapters.fastrefresh.engine.surface import ensure_view, user_columns
 from dbt.adapters.fastrefresh.engine.upstream import Upstream, log_options
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
@@ -61,7 +64,7 @@ from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE, ViewConfig, ViewState
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, storage_of, view_of
 
 # Under ``force``: a log range holding more rows than this fraction of the master's rows
 # refreshes completely: reading, sorting and netting that many log rows costs about as
@@ -109,13 +112,44 @@ class MasterState:
 
 @dataclass(frozen=True)
 class ViewRecord:
-    """The view's table as found: its configuration and newest state."""
+    """The view's storage table as found (``meta``): its configuration and newest state."""
 
     meta: TableMeta
     config: ViewConfig | None
     state: ViewState | None
     found: Found
-    data_files: int | None = None  # the view's data files now (None: not known)
+    data_files: int | None = None  # the storage's data files now (None: not known)
+    view: TableName | None = None  # the view's own name (None: not known, as in tests)
+
+    @property
+    def name(self) -> TableName:
+        """The view's name (its identity on logs and in the registry)."""
+        return self.view or self.meta.name
+
+
+def resolve_views(env: Env, sql: str) -> str:
+    """``sql`` reading each fast_refresh view it names as that view does, from its storage
+    table (``(SELECT <its columns> FROM <storage>) <alias>``), so that the refresh sees
+    the Iceberg table behind the view: its snapshots, its log, its time travel. The
+    planner merges the derived table into the query; its hidden columns stay unseen."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except SqlglotError:
+        return sql
+    swapped = False
+    for table in list(tree.find_all(exp.Table)):
+        if not table.db or view_of(TableName(table.db.lower(), table.name.lower())):
+            continue
+        storage = storage_of(TableName(table.db.lower(), table.name.lower()))
+        meta = env.tables.load(storage)
+        if meta is None or not meta.iceberg or VIEW_CONFIG not in meta.properties:
+            continue
+        columns = [exp.column(c.name, quoted=True) for c in user_columns(meta.columns)]
+        body = exp.select(*columns).from_(exp.table_(storage.table, db=storage.schema, quoted=True))
+        alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
+        table.replace(exp.Subquery(this=body, alias=alias))
+        swapped = True
+    return tree.sql(dialect=DIALECT) if swapped else sql
 
 
 def load_masters(env: Env, sql: str) -> list[MasterState]:
@@ -129,20 +163,40 @@ def load_masters(env: Env, sql: str) -> list[MasterState]:
     return found
 
 
+def built_by_0_1(env: Env, view: TableName) -> bool:
+    """Whether ``view`` names a table that dbt-fastrefresh 0.1 built (the view's rows, its
+    hidden columns and its state in a table of the view's own name)."""
+    meta = env.tables.load(view)
+    return meta is not None and meta.iceberg and VIEW_CONFIG in meta.properties
+
+
+def adopt_0_1_table(env: Env, view: TableName) -> bool:
+    """Move a view built by dbt-fastrefresh 0.1 to its storage table (a rename: its rows,
+    history and state go with it, so it refreshes fast on), leaving its name for the view
+    over it; whether there was one to move."""
+    storage = storage_of(view)
+    if env.tables.load(storage) is not None or not built_by_0_1(env, view):
+        return False
+    env.sql.execute(f"ALTER TABLE {view.sql} RENAME TO {storage.sql}")
+    return True
+
+
 def load_view(env: Env, view: TableName) -> ViewRecord | None:
-    meta = env.tables.load(view, fresh=env.shared_catalog)
+    """The view's record, read from its storage table (None: it has none)."""
+    storage = storage_of(view)
+    meta = env.tables.load(storage, fresh=env.shared_catalog)
     if meta is None:
         return None
     text = meta.properties.get(VIEW_CONFIG)
     config = ViewConfig.from_json(text) if text else None
-    history = env.tables.history(view)
+    history = env.tables.history(storage)
     found = latest_state(meta, VIEW_STATE, history)
     state = ViewState.from_json(found.text) if found.text else None
     files = None
     if env.tables.kind == "java" and meta.current_snapshot is not None:
         current = history.get(meta.current_snapshot)  # the state's walk has read it
         files = current.data_files if current else None
-    return ViewRecord(meta, config, state, found, files)
+    return ViewRecord(meta, config, state, found, files, view)
 
 
 def overwrites(record: ViewRecord) -> bool:
@@ -264,29 +318,33 @@ def refresh_view(
     table: TableSpec | None = None,
     on_schema_change: str = "ignore",
     upstream: Sequence[Upstream] = (),
+    docs: ViewDocs | None = None,
 ) -> RefreshResult:
     """Refresh one view (see the module docstring).
 
     Args:
-        view: the view's table.
-        sql: its query, compiled (a SELECT over ``schema.table`` names).
+        view: the view's name (a Spark view over its storage table, ``storage_of``).
+        sql: its query, compiled (a SELECT over ``schema.table`` names; the fast_refresh
+            views it names are read from their storage tables, ``resolve_views``).
         method: ``force``, ``fast`` or ``complete`` (``refresh_method``; validated
             here, once, for the materialization and ``refresh_mviews`` alike).
         full_refresh: ``dbt run --full-refresh``.
-        exists: whether the view's table exists (dbt's relation cache says so).
-        table: how its table is created on a complete refresh.
+        exists: False to build the view anew whatever is found (its storage replaced).
+        table: how its storage table is created on a complete refresh.
         on_schema_change: when a changed definition or master changes the view's
             columns: ``fail`` raises naming them; anything else (dbt's ``ignore``,
             ``append_new_columns``, ``sync_all_columns``) rebuilds the view once, the
             reason naming them (a view always has its query's columns).
         upstream: the dbt nodes the model reads (``engine/upstream.py``): a master among
             them without a log gets one before the refresh decides.
+        docs: the comments the view carries (``persist_docs``).
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
     with env.runtime.holding([f"view:{view}"]):
-        refresh = _Refresh(env, view, sql, chosen, table or TableSpec())
+        refresh = _Refresh(env, view, resolve_views(env, sql), chosen, table or TableSpec())
         refresh.on_schema_change = on_schema_change
         refresh.upstream = tuple(upstream)
+        refresh.docs = docs or ViewDocs()
         result = refresh.run(full_refresh=full_refresh, exists=exists)
         return dataclasses.replace(result, logs_created=tuple(refresh.logs_created))
 
@@ -298,6 +356,8 @@ class _Refresh:
         self, env: Env, view: TableName, sql: str, method: RefreshMethod, table: TableSpec
     ):
         self.env, self.view, self.sql, self.method, self.table = env, view, sql, method, table
+        self.storage = storage_of(view)
+        self.docs = ViewDocs()
         self.started = time.monotonic()
         self.run_started = env.clock()
         self.phases: dict[str, float] = {}
@@ -341,7 +401,7 @@ class _Refresh:
         env = self.env
         masters = [self._with_log(m) for m in load_masters(env, self.sql)]
         plan = plan_of(env, self.sql, masters)
-        record = load_view(env, self.view) if exists else None
+        record = self._record() if exists else None
         columns_hash = schema_hash(masters)
         reason = decide(
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
@@ -384,14 +444,30 @@ class _Refresh:
             self._journal(_type_of(reason), reason, 0, "FAILED", str(exc))
             raise
         mark = self._phase("apply", mark)
+        self._ensure_view(record if reason is None else None)
         if not noop:
             purge_after_refresh(env, list(self.setups.values()))
         self._phase("wrap_up", mark)
         refresh_type = _type_of(reason)
         seconds = time.monotonic() - self.started
         self.phases["total"] = seconds
-        self._journal(refresh_type, reason, log_rows, "SUCCESS", None)
+        self._journal(refresh_type, reason, log_rows, "SUCCESS", None, moved=not noop)
         return RefreshResult(self.view, refresh_type, reason, log_rows, seconds, self.phases, noop)
+
+    def _record(self) -> ViewRecord | None:
+        """The view's record; a view built by dbt-fastrefresh 0.1 is moved to its storage
+        table first (``adopt_0_1_table``)."""
+        record = load_view(self.env, self.view)
+        if record is None and adopt_0_1_table(self.env, self.view):
+            record = load_view(self.env, self.view)
+        return record
+
+    def _ensure_view(self, record: ViewRecord | None) -> None:
+        """The view over the storage table, as ``record`` (read before a fast refresh,
+        which keeps the columns) or the rebuilt table says it should be."""
+        meta = record.meta if record is not None else self.env.tables.load(self.storage)
+        assert meta is not None
+        ensure_view(self.env, self.view, self.storage, meta.columns, self.docs)
 
     def _setup(
         self, masters: list[MasterState], record: ViewRecord | None, *, since: float
@@ -461,12 +537,12 @@ class _Refresh:
         types = {c.name: c.type for c in record.meta.columns}
         old_pins = _old_pins(self.setups, pins, previous)
         target = sqlgen.Target(
-            self.view, types, record.config.avg_types, overwrite=overwrites(record)
+            self.storage, types, record.config.avg_types, overwrite=overwrites(record)
         )
         changed = {m: s for m, s in sources.items() if m in pending}
         statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
         state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)
-        commit_view(self.env, self.view, statement, state, fault="apply.after_merge")
+        commit_view(self.env, self.storage, statement, state, fault="apply.after_merge")
         return log_rows, False
 
     def _apply_complete(
@@ -495,28 +571,31 @@ class _Refresh:
         select = sqlgen.complete_select(plan, pins)
         in_place = record is not None and keeps_history(record, config, plan)
         if in_place:
-            statement = f"INSERT OVERWRITE TABLE {self.view.sql} {select}"
+            statement = f"INSERT OVERWRITE TABLE {self.storage.sql} {select}"
         else:
             statement = (
-                f"CREATE OR REPLACE TABLE {self.view.sql} USING iceberg {self.table.options} "
-                f"TBLPROPERTIES ({sqltext.properties(properties)}) AS {select}"
+                f"CREATE OR REPLACE TABLE {self.storage.sql} USING iceberg "
+                f"{self.table.options} TBLPROPERTIES ({sqltext.properties(properties)}) "
+                f"AS {select}"
             )
-        commit_view(env, self.view, statement, state, fault="apply.after_rebuild")
+        commit_view(env, self.storage, statement, state, fault="apply.after_rebuild")
         if in_place and record is not None and record.config != config:
             # After the data: a crash between the two leaves the old configuration, which
             # only makes the next refresh rebuild again.
-            env.tables.set_properties(self.view, {VIEW_CONFIG: config.to_json()})
+            env.tables.set_properties(self.storage, {VIEW_CONFIG: config.to_json()})
         faults.point("register.before")
         register(env, list(self.setups.values()))
 
     def _journal(
         self, refresh_type: RefreshType, reason: Reason | None, log_rows: int, status: str,
-        error: str | None,
+        error: str | None, *, moved: bool = True,
     ) -> None:  # fmt: skip
         journal = self.env.runtime.journal(self.env.registry)
         journal.views.add(str(self.view))
-        # The view's place on each log moved: its rows in mview_log_users are republished.
-        journal.logs.update(str(s.log.master) for s in self.setups.values())
+        if moved:
+            # The view's place on each log moved: its rows in mview_log_users are
+            # republished (a refresh with nothing to apply wrote nothing and moved none).
+            journal.logs.update(str(s.log.master) for s in self.setups.values())
         journal.refreshes.append(
             RefreshRecord(
                 run_id=uuid.uuid4().hex,
@@ -534,17 +613,20 @@ class _Refresh:
         )
 
 
-def commit_view(env: Env, view: TableName, statement: str, state: ViewState, *, fault: str) -> None:
-    """Run ``statement`` (the view's MERGE or rebuild) with the view's new ``state``: in the
-    commit's snapshot summary where the path can, else as a property right after."""
+def commit_view(
+    env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str
+) -> None:
+    """Run ``statement`` (the view's MERGE or rebuild of its ``storage`` table) with the
+    view's new ``state``: in the commit's snapshot summary where the path can, else as a
+    property right after."""
     with env.tables.summary({VIEW_STATE: state.to_json()}) as attached:
         env.sql.execute(statement)
     faults.point(fault)
     if attached:
         return
-    meta = env.tables.load(view, fresh=False)
+    meta = env.tables.load(storage, fresh=False)
     stored = state.replace(snapshot=meta.current_snapshot if meta else None)
-    env.tables.set_properties(view, {VIEW_STATE: stored.to_json()})
+    env.tables.set_properties(storage, {VIEW_STATE: stored.to_json()})
 
 
 def _range_too_large(

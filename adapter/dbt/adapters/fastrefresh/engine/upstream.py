@@ -9,7 +9,7 @@ created log (``log_options``):
 
 - ``mview_log: {key: [...]}`` on the upstream node (``config`` of a model, seed or
   snapshot; ``meta`` of a source), with any other ``create_mview_log`` option;
-- else, for a ``fast_refresh`` upstream, the view's own key (a keyed projection's or a
+- else, for a ``fast_refresh`` upstream (its log is on its storage table), the view's own key (a keyed projection's or a
   join's key columns, kept in its configuration); an aggregate view gets a key-less log
   (its group values may be NULL, which a key may not);
 - else the table's Iceberg identifier fields; a key-less log when it has none.
@@ -24,7 +24,7 @@ from typing import Any
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, ViewConfig
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, storage_of
 
 READ_KINDS = ("model", "seed", "snapshot", "source")
 LOG_OPTIONS = ("key", "columns", "commit_scn", "purge")
@@ -69,6 +69,8 @@ def upstream_of(model: Mapping[str, Any], graph: Mapping[str, Any]) -> tuple[Ups
         if not relation:
             continue
         name = TableName.parse(relation)
+        if config.get("materialized") == "fast_refresh":
+            name = storage_of(name)  # the view's rows (and its log) are in that table
         setting = config.get("mview_log", (node.get("meta") or {}).get("mview_log"))
         found.setdefault(name, Upstream(name, uid, *_log_setting(uid, setting)))
     return tuple(found.values())

@@ -231,6 +231,26 @@ class JvmTables:
 
     # -- commits -------------------------------------------------------------------------
 
+    def view_property(self, name: TableName, key: str) -> str | None:
+        """From the session catalog's metadata (a metastore call, no Spark job)."""
+        self._activate()
+        try:
+            loaded = (
+                self.js.sessionState()
+                .catalog()
+                .getTableMetadata(
+                    self.jvm.org.apache.spark.sql.catalyst.TableIdentifier(
+                        name.table, self.jvm.scala.Some(name.schema)
+                    )
+                )
+            )
+        except Exception as exc:  # py4j wraps Spark's NoSuchTableException
+            if "NoSuchTable" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
+                return None
+            raise
+        value = loaded.properties().get(key)
+        return str(value.get()) if value.isDefined() else None
+
     def set_properties(
         self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
     ) -> None:
@@ -368,14 +388,13 @@ class _Staging:
             if str(d.content().toString()) == "EQUALITY_DELETES":
                 raise equality_delete_error(self.master, info.snapshot_id)
             targets |= self._referenced(d, info.snapshot_id)
-        files = [f for f in self._files_at(info.snapshot_id, targets)]
         if self.t.h.format_version(self.table) >= 3:
             # Staged scans of a v3 table do not expose _file/_pos (its row-lineage columns
             # take their place): read the files by time travel, filtered by name.
             if info.parent_id is None:
                 raise self._no_parent()
             m, names = self.master.sql, ", ".join(ident(n) for n in self.names)
-            where = "_file IN (" + ", ".join(literal(str(f.location())) for f in files) + ")"
+            where = "_file IN (" + ", ".join(literal(p) for p in sorted(targets)) + ")"
             before = f"(SELECT {names}, _file, _pos FROM {m} VERSION AS OF {info.parent_id} WHERE {where})"
             after = f"(SELECT _file, _pos FROM {m} VERSION AS OF {info.snapshot_id} WHERE {where})"
             return (
@@ -387,7 +406,7 @@ class _Staging:
         # them over), but those rows are not live at the parent. The positions are few,
         # so the join is a broadcast: one pass over the live rows, no shuffle, where an
         # anti join with the files' live positions after the commit shuffled both sides.
-        before = self._stage(info.parent_id, files, positions=True)
+        before = self._stage(info.parent_id, (), paths=targets, positions=True)
         positions = self._delete_positions(deletes)
         return (
             f"SELECT /*+ BROADCAST(c__) */ {', '.join('b__.' + ident(n) for n in self.names)} "
@@ -432,29 +451,22 @@ class _Staging:
         )
         return {str(r[0]) for r in rows.select("file_path").distinct().collect()}
 
-    def _files_at(self, snapshot_id: int, paths: set[str]) -> list[Any]:
-        found = []
-        for task in _iterate(self.table.newScan().useSnapshot(snapshot_id).planFiles()):
-            if str(task.file().location()) in paths:
-                found.append(task.file())
-        return found
-
     def _stage(
         self,
         snapshot_id: int | None,
         files: Sequence[Any],
         *,
+        paths: set[str] | None = None,
         positions: bool = False,
         only_positions: bool = False,
     ) -> str:
-        """A temporary view of ``files`` as they are at ``snapshot_id`` (deletes applied)."""
+        """A temporary view of ``files`` (or of the data files at ``paths``, whose bounds
+        are not known: no pruning) as they are at ``snapshot_id`` (deletes applied)."""
         if snapshot_id is None:
             raise self._no_parent()
-        wanted = {str(f.location()) for f in files}
-        scan = (
-            self.table.newScan().useSnapshot(snapshot_id).ignoreResiduals()
-            .filter(self._bounds_filter(files))
-        )  # fmt: skip
+        wanted = set(paths) if paths is not None else {str(f.location()) for f in files}
+        bounds = self._bounds_filter(files) if files else self.t.h.expressions.alwaysTrue()
+        scan = self.table.newScan().useSnapshot(snapshot_id).ignoreResiduals().filter(bounds)
         tasks = self.t.h.array_list()
         for task in _iterate(scan.planFiles()):
             if str(task.file().location()) in wanted:

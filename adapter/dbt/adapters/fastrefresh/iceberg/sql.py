@@ -101,6 +101,18 @@ class SqlTables:
     def summary(self, values: Mapping[str, str]) -> Iterator[bool]:
         yield False
 
+    def view_property(self, name: TableName, key: str) -> str | None:
+        try:
+            rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql} ({literal(key)})")
+        except Exception as exc:  # a missing view is an error of Spark's, not ours
+            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "not found" in str(exc).lower():
+                return None
+            raise
+        # A missing property comes back as a sentence in the value column.
+        found = {str(r[0]): str(r[1]) for r in rows if len(r) > 1}
+        value = found.get(key)
+        return None if value is None or "does not have property" in value else value
+
     @contextlib.contextmanager
     def capture_reads(
         self,

@@ -214,6 +214,10 @@ class Tables(Protocol):
         the block; yields whether it can (False: the caller records them otherwise)."""
         ...
 
+    def view_property(self, name: TableName, key: str) -> str | None:
+        """A property of the Spark view ``name`` (None: no such view, or no such property)."""
+        ...
+
     def capture_reads(
         self,
         master: TableName,

@@ -51,7 +51,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     ViewState,
 )
 from dbt.adapters.fastrefresh.runtime import faults
-from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, timestamp
+from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, storage_of, timestamp
 
 
 @dataclass(frozen=True)
@@ -201,10 +201,12 @@ def view_positions(env: Env, log: LoadedLog) -> dict[str, Position | None]:
 
 
 def read_view_state(env: Env, view: TableName) -> ViewState | None:
-    meta = env.tables.load(view, fresh=env.shared_catalog)
+    """The view's newest state, from its storage table (None: no fast_refresh view)."""
+    storage = storage_of(view)
+    meta = env.tables.load(storage, fresh=env.shared_catalog)
     if meta is None or VIEW_CONFIG not in meta.properties:
         return None
-    found = latest_state(meta, VIEW_STATE, env.tables.history(view))
+    found = latest_state(meta, VIEW_STATE, env.tables.history(storage))
     return ViewState.from_json(found.text) if found.text else None
 
 

@@ -24,6 +24,7 @@ from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import (
     LOG_CONFIG,
     LOG_STATE,
+    VIEW_CONFIG,
     Flavour,
     LogConfig,
     LogState,
@@ -31,7 +32,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     new_log_state,
 )
 from dbt.adapters.fastrefresh.runtime import faults
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, log_table_for
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, log_table_for, storage_of
 
 # Tables committed to by every refresh (the logs, the registry): keep their metadata small.
 METADATA_CLEANUP = {
@@ -194,6 +195,17 @@ def _logged(
     return [n for n in names if n in logged and n not in key]
 
 
+def master_table(env: Env, name: object) -> TableName:
+    """The table a master name stands for: a fast_refresh view's storage table, which its
+    log is on (the view's own name is a Spark view over it), else the named table."""
+    master = TableName.parse(name)
+    storage = storage_of(master)
+    meta = env.tables.load(storage)
+    if meta is not None and meta.iceberg and VIEW_CONFIG in meta.properties:
+        return storage
+    return master
+
+
 def create_mview_log(
     env: Env,
     master_name: object,
@@ -217,7 +229,7 @@ def create_mview_log(
         if_not_exists: when the master already has a log, keep it and say so instead of
             failing (Oracle 23's ``IF NOT EXISTS``); the options given are not compared.
     """
-    master = TableName.parse(master_name)
+    master = master_table(env, master_name)
     mode = _purge_mode(purge)
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
     maps = [c.name for c in meta.columns if not c.comparable]
@@ -318,7 +330,7 @@ def _create_sql(config: LogConfig, meta: TableMeta, state: LogState) -> str:
 def drop_mview_log(env: Env, master_name: object) -> str:
     """Drop a log (Oracle: DROP MATERIALIZED VIEW LOG); its views then need a complete
     refresh (they find their log gone, or a new one they are not registered on)."""
-    master = TableName.parse(master_name)
+    master = master_table(env, master_name)
     log_table = log_table_for(master)
     with env.runtime.holding([log_lock(log_table)]):
         meta = env.tables.load(log_table, fresh=True)

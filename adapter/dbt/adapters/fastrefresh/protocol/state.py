@@ -8,7 +8,7 @@ costs no statement of its own wherever a data commit happens anyway:
 |---|---|---|
 | a log's configuration (master, key, logged columns, flavour, purge) | property ``fast_refresh.log`` of the log table | once, by its ``CREATE TABLE`` |
 | a log's state (captured position, sequences, youngest, purges, registered views) | ``fast_refresh.log-state``, in the snapshot summary of the log commit that changed it | with the capture append, the mark, the purge (one commit each) |
-| a view's configuration (definition, hashes, shape, table options) | property ``fast_refresh.view`` of the view table | by the complete refresh's ``CREATE OR REPLACE TABLE`` (kept by an in-place rebuild, set again if it changed) |
+| a view's configuration (definition, hashes, shape, table options) | property ``fast_refresh.view`` of the view's storage table | by the complete refresh's ``CREATE OR REPLACE TABLE`` (kept by an in-place rebuild, set again if it changed) |
 | a view's state (its place on each log: SLOG$; the master snapshots it reflects) | ``fast_refresh.view-state``, in the snapshot summary of the view's MERGE or rebuild | with that commit |
 
 A state in a snapshot summary is atomic with the data it describes: a refresh or capture

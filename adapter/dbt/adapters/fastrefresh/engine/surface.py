@@ -1,0 +1,82 @@
+"""The view a fast_refresh model's users read: a Spark view of the user's columns over
+the Iceberg table that holds the rows and the hidden ``__fr_`` columns (``storage_of``).
+
+``select *`` over the model gives its query's columns, whatever the refresh keeps beside
+them, to dbt models of any materialization and to every other reader. The view carries
+the model's comments (dbt's ``persist_docs``) and, as a property, a fingerprint of what it
+was created from (the storage table, its user columns and types, the comments): each
+refresh compares it with what the view should be, a metastore read, and replaces the view
+only when they differ (a rebuild that changed the columns, new comments, a view dropped by
+hand, or a crash between a rebuild and the view's replacement).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from dbt.adapters.fastrefresh.engine.config import ViewDocs
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, properties, string
+
+VIEW_FINGERPRINT = "fast_refresh.view-of"
+
+
+def user_columns(columns: Sequence[Column]) -> list[Column]:
+    """The storage table's columns the view shows (its hidden ones left out)."""
+    return [c for c in columns if not c.name.lower().startswith(HIDDEN_PREFIX)]
+
+
+def view_statement(
+    view: TableName, storage: TableName, columns: Sequence[Column], docs: ViewDocs
+) -> tuple[str, str]:
+    """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint."""
+    shown = user_columns(columns)
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [str(storage), [(c.name, c.type) for c in shown], docs.relation, dict(docs.columns)],
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()[:16]
+    listed = ", ".join(
+        ident(c.name)
+        + (
+            f" COMMENT {string(docs.columns[c.name.lower()])}"
+            if c.name.lower() in docs.columns
+            else ""
+        )
+        for c in shown
+    )
+    comment = f" COMMENT {string(docs.relation)}" if docs.relation else ""
+    select = ", ".join(ident(c.name) for c in shown)
+    statement = (
+        f"CREATE OR REPLACE VIEW {view.sql} ({listed}){comment} "
+        f"TBLPROPERTIES ({properties({VIEW_FINGERPRINT: fingerprint})}) "
+        f"AS SELECT {select} FROM {storage.sql}"
+    )
+    return statement, fingerprint
+
+
+def ensure_view(
+    env: Env, view: TableName, storage: TableName, columns: Sequence[Column], docs: ViewDocs
+) -> bool:
+    """Create or replace ``view`` unless it already is what it should be; whether it did."""
+    statement, fingerprint = view_statement(view, storage, columns, docs)
+    if env.tables.view_property(view, VIEW_FINGERPRINT) == fingerprint:
+        return False
+    try:
+        env.sql.execute(statement)
+    except Exception as exc:
+        if "already exists" not in str(exc) and "EXPECT_VIEW_NOT_TABLE" not in str(exc):
+            raise
+        raise FastRefreshError(
+            f"{view} is a table, where dbt-fastrefresh keeps the view of the model's columns "
+            f"over {storage} (a table of this name is left from dbt-fastrefresh 0.1 or from "
+            f"another materialization). Fix: dbt run the model (the materialization drops "
+            f"that table), or drop {view} and refresh again."
+        ) from exc
+    return True
