@@ -81,6 +81,15 @@ where exists (
     where c.customer_id = orders.customer_id and c.region = 'NORTH'
 )
 """,
+    "mart_busy_regions.sql": """
+{{ config(materialized='fast_refresh') }}
+select region, count(*) as orders from {{ ref('int_orders_regions') }}
+group by region having count(*) > 2
+""",
+    "mart_busy_region_names.sql": """
+{{ config(materialized='fast_refresh') }}
+select region from {{ ref('mart_busy_regions') }} where orders < 1000
+""",
     "report_regions.sql": """
 {{ config(materialized='table', file_format='iceberg') }}
 select * from {{ ref('mart_region_revenue') }}
@@ -106,11 +115,16 @@ models:
     data_tests: [fast_refresh.equals_query]
   - name: mart_north_orders
     data_tests: [fast_refresh.equals_query]
+  - name: mart_busy_regions
+    data_tests: [fast_refresh.equals_query]
+  - name: mart_busy_region_names
+    data_tests: [fast_refresh.equals_query]
 """,
 }
 FAST_MODELS = [
     "stg_orders", "stg_customers", "int_orders_regions", "mart_region_revenue",
-    "mart_open_by_customer", "mart_region_copy", "mart_north_orders",
+    "mart_open_by_customer", "mart_region_copy", "mart_north_orders", "mart_busy_regions",
+    "mart_busy_region_names",
 ]  # fmt: skip
 STATUSES = ["open", "shipped", "cancelled", "OPEN"]
 REGIONS = ["north", "south", "east", None]
@@ -180,8 +194,9 @@ class TestDagRefreshesFast(FastRefreshProject):
         )
         # First build: complete, and the logs the DAG needs are created on the way.
         _, out = run_dbt_and_capture(["run"])
-        # Sources, both staging models, the join and the aggregate under the copy.
-        assert out.count("created materialized view log") == 6, out
+        # Sources, both staging models, the join, the aggregate under the copy and the
+        # HAVING mart under its view.
+        assert out.count("created materialized view log") == 7, out
         run_dbt(["test"])
 
         # A model's view shows its query's columns; the hidden ones are in its storage table

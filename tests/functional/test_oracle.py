@@ -79,6 +79,18 @@ VIEWS = {
         "m1,m3",
     ),
     "join_self": ("SELECT a.k, b.k AS k2, a.y FROM {s}.m1 a, {s}.m1 b WHERE a.x = b.x + 1", "m1"),
+    # HAVING: groups enter and leave the view as their aggregates cross the condition.
+    "agg_having": (
+        "SELECT g, count(*) AS c, sum(x) AS sx FROM {s}.m1 GROUP BY g "
+        "HAVING count(*) > 1 OR sum(x) IS NULL",
+        "m1",
+    ),
+    "agg_having_minmax": ("SELECT g, max(x) AS mx FROM {s}.m2 GROUP BY g HAVING max(x) > 2", "m2"),
+    "join_agg_having": (
+        "SELECT b.g, count(*) AS c FROM {s}.m1 a JOIN {s}.m3 b ON a.k = b.k GROUP BY b.g "
+        "HAVING sum(a.x) > 3",
+        "m1,m3",
+    ),
     # Subquery filters: EXISTS over a key-only log, NOT EXISTS over a key-less one, IN with
     # a hidden key (NULLs in the correlated columns on both sides).
     "semi_exists": (

@@ -88,6 +88,8 @@ def types_of(plan: ViewPlan) -> dict[str, str]:
     DOUBLE; enough for the casts the statements make."""
 
     def kind(column: str) -> str:
+        if column == "__fr_having":
+            return "BOOLEAN"
         if "count" in column or "cnt" in column:
             return "BIGINT"
         return "decimal(20,2)" if column.startswith("__fr_sum_") else "DOUBLE"
@@ -145,6 +147,21 @@ VIEWS = {
         (M1, M3),
     ),
     "join_self": ("SELECT a.k, b.k AS k2, a.y FROM {s}.m1 a, {s}.m1 b WHERE a.x = b.x + 1", (M1,)),
+    # HAVING: a hidden boolean output per group, maintained as the outputs are.
+    "aggregate_having": (
+        "SELECT g, count(*) AS c, sum(x) AS sx FROM {s}.m1 GROUP BY g HAVING count(*) > 1 "
+        "AND sum(y) IS NOT NULL",
+        (M1,),
+    ),
+    "aggregate_having_minmax": (
+        "SELECT g, max(x) AS mx FROM {s}.m1 GROUP BY g HAVING max(x) > 2 OR count(*) = 1",
+        (M1,),
+    ),
+    "join_aggregate_having": (
+        "SELECT b.g, count(*) AS c FROM {s}.m1 a JOIN {s}.m3 b ON a.k = b.k GROUP BY b.g "
+        "HAVING avg(a.y) > 1",
+        (M1, M3),
+    ),
     # Subquery filters: the outer table's changes alone, a subquery's table's (key-less
     # and key-only logs), both at once, and a table filtered by itself.
     "semi_outer_changed": (

@@ -50,3 +50,12 @@ def test_persist_docs_says_which_comments_the_view_carries() -> None:
     assert ViewDocs.of(model) == ViewDocs("Revenue per customer", {"n": "orders"})
     assert ViewDocs.of({**model, "config": {}}) == ViewDocs()
     assert ViewDocs.of(None) == ViewDocs()
+
+
+def test_an_aggregate_with_having_shows_the_groups_it_holds_for() -> None:
+    columns = [*COLUMNS, Column("__fr_having", "boolean")]
+    statement, fingerprint = view_statement(
+        V, storage_of(V), columns, ViewDocs(), where="__fr_having"
+    )
+    assert statement.endswith("AS SELECT `k`, `n` FROM `an`.`revenue__fr_data` WHERE `__fr_having`")
+    assert fingerprint != view_statement(V, storage_of(V), columns, ViewDocs())[1]

@@ -110,7 +110,7 @@ def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
             "select order_id, row_number() over (order by order_id) from shop.orders",
             "window function",
         ),
-        ("select status, count(*) from shop.orders group by status having count(*) > 1", "HAVING"),
+        ("select status from shop.orders having status > 'a'", "HAVING without GROUP BY"),
         ("select order_id from shop.orders limit 5", "LIMIT"),
         ("select order_id, rand() r from shop.orders", "rand()"),
         ("select order_id, current_timestamp() t from shop.orders", "current_timestamp"),
@@ -433,3 +433,17 @@ def test_a_semi_join_needs_a_keyed_outer_table() -> None:
         keys={C: ["customer_id"]},
     )
     assert p.shape == "unsupported" and p.reason_code == "no_keyed_log"
+
+
+def test_having_is_a_hidden_boolean_output_the_view_filters_on() -> None:
+    p = plan(
+        "select status, count(*) n from shop.orders group by status "
+        "having n > 1 and max(amount) < 100"
+    )
+    assert p.shape == "aggregate" and p.having and not p.algebraic
+    assert [o.name for o in p.outputs] == ["status", "n", "__fr_having"]
+    assert p.user_columns == ("status", "n")
+    having = p.outputs[-1]
+    assert having.sql == "COUNT(*) > 1 AND MAX(orders.amount) < 100"
+    assert p.tree is not None and p.tree.args.get("having") is None
+    assert "HAVING kept per group" in p.describe()

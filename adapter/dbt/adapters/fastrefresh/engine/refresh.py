@@ -44,6 +44,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_sta
 from dbt.adapters.fastrefresh.ivm import sqlgen
 from dbt.adapters.fastrefresh.ivm.analysis import (
     DIALECT,
+    HAVING_COLUMN,
     HIDDEN_PREFIX,
     Shape,
     ViewPlan,
@@ -146,6 +147,8 @@ def resolve_views(env: Env, sql: str) -> str:
             continue
         columns = [exp.column(c.name, quoted=True) for c in user_columns(meta.columns)]
         body = exp.select(*columns).from_(exp.table_(storage.table, db=storage.schema, quoted=True))
+        if any(c.name.lower() == HAVING_COLUMN for c in meta.columns):
+            body = body.where(exp.column(HAVING_COLUMN, quoted=True))  # the view's HAVING
         alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
         table.replace(exp.Subquery(this=body, alias=alias))
         swapped = True
@@ -467,7 +470,11 @@ class _Refresh:
         which keeps the columns) or the rebuilt table says it should be."""
         meta = record.meta if record is not None else self.env.tables.load(self.storage)
         assert meta is not None
-        ensure_view(self.env, self.view, self.storage, meta.columns, self.docs)
+        having = any(c.name.lower() == HAVING_COLUMN for c in meta.columns)
+        ensure_view(
+            self.env, self.view, self.storage, meta.columns, self.docs,
+            where=HAVING_COLUMN if having else None,
+        )  # fmt: skip
 
     def _setup(
         self, masters: list[MasterState], record: ViewRecord | None, *, since: float
@@ -755,7 +762,7 @@ def column_change(record: ViewRecord, plan: ViewPlan) -> str | None:
     if not plan.outputs:
         return None
     old = [c.name.lower() for c in record.meta.columns if not c.name.startswith(HIDDEN_PREFIX)]
-    new = [o.name.lower() for o in plan.outputs]
+    new = [c.lower() for c in plan.user_columns]
     if old == new:
         return None
     added = [c for c in new if c not in old]

@@ -32,16 +32,24 @@ def user_columns(columns: Sequence[Column]) -> list[Column]:
 
 
 def view_statement(
-    view: TableName, storage: TableName, columns: Sequence[Column], docs: ViewDocs
+    view: TableName,
+    storage: TableName,
+    columns: Sequence[Column],
+    docs: ViewDocs,
+    *,
+    where: str | None = None,
 ) -> tuple[str, str]:
-    """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint."""
+    """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint;
+    ``where``: the boolean column of ``storage`` that says which rows the view shows (an
+    aggregate's HAVING)."""
     shown = user_columns(columns)
     fingerprint = hashlib.sha256(
         json.dumps(
-            [str(storage), [(c.name, c.type) for c in shown], docs.relation, dict(docs.columns)],
+            [str(storage), [(c.name, c.type) for c in shown], docs.relation,
+             dict(docs.columns), where],
             sort_keys=True,
         ).encode()
-    ).hexdigest()[:16]
+    ).hexdigest()[:16]  # fmt: skip
     listed = ", ".join(
         ident(c.name)
         + (
@@ -56,16 +64,22 @@ def view_statement(
     statement = (
         f"CREATE OR REPLACE VIEW {view.sql} ({listed}){comment} "
         f"TBLPROPERTIES ({properties({VIEW_FINGERPRINT: fingerprint})}) "
-        f"AS SELECT {select} FROM {storage.sql}"
+        f"AS SELECT {select} FROM {storage.sql}" + (f" WHERE {ident(where)}" if where else "")
     )
     return statement, fingerprint
 
 
 def ensure_view(
-    env: Env, view: TableName, storage: TableName, columns: Sequence[Column], docs: ViewDocs
+    env: Env,
+    view: TableName,
+    storage: TableName,
+    columns: Sequence[Column],
+    docs: ViewDocs,
+    *,
+    where: str | None = None,
 ) -> bool:
     """Create or replace ``view`` unless it already is what it should be; whether it did."""
-    statement, fingerprint = view_statement(view, storage, columns, docs)
+    statement, fingerprint = view_statement(view, storage, columns, docs, where=where)
     if env.tables.view_property(view, VIEW_FINGERPRINT) == fingerprint:
         return False
     try:

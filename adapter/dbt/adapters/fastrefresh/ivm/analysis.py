@@ -38,6 +38,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.inline import (
+    HAVING_COLUMN,
     HIDDEN_PREFIX,
     InlineError,
     derived_table,
@@ -144,6 +145,7 @@ class ViewPlan:
     expressions: tuple[str, ...] = field(default=())  # output expressions as written
     inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
     semis: tuple[SemiJoin, ...] = ()  # a projection's [NOT] EXISTS / IN (SELECT) filters
+    having: bool = False  # an aggregate's HAVING, kept as the hidden output HAVING_COLUMN
     reason_code: str | None = None  # decisions.ReasonCode value of ``reason``
     # Trees, for the SQL generator to build statements from (never re-parsed from text):
     tree: exp.Select | None = field(default=None, compare=False, repr=False)  # ``qualified``
@@ -188,6 +190,11 @@ class ViewPlan:
         return self.shape is Shape.AGGREGATE and not self.groups
 
     @property
+    def user_columns(self) -> tuple[str, ...]:
+        """The columns the view shows: its query's outputs (a HAVING's column is hidden)."""
+        return tuple(o.name for o in self.outputs if not o.name.startswith(HIDDEN_PREFIX))
+
+    @property
     def view_columns(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs) + tuple(n for n, _ in self.hidden)
 
@@ -212,7 +219,10 @@ class ViewPlan:
             if self.inputs
             else str(self.masters[0])
         )
-        return f"aggregate of {of} ({groups}; {', '.join(kinds)}; {method})"
+        having = (
+            "; HAVING kept per group, the view shows the groups it holds for" if self.having else ""
+        )
+        return f"aggregate of {of} ({groups}; {', '.join(kinds)}; {method}{having})"
 
 
 def query_hash(sql: str) -> str:
@@ -268,7 +278,6 @@ def _first_offender(tree: exp.Expression) -> str | None:
         (exp.Window, "a window function (OVER ...)"),
         (exp.Limit, "LIMIT"),
         (exp.Offset, "OFFSET"),
-        (exp.Having, "HAVING"),
         (exp.Lateral, "LATERAL VIEW / a generator"),
         ((exp.Explode, exp.Posexplode, exp.Inline), "a generator (explode/inline)"),
         (exp.Rollup, "ROLLUP"),
@@ -355,6 +364,8 @@ def _plan(
     offender = _first_offender(without_semis(tree) if semis else tree)
     if offender:
         raise _Refused(f"the query uses {offender}")
+    if tree.args.get("having") is not None and not _is_aggregate(tree):
+        raise _Refused("the query uses HAVING without GROUP BY or an aggregate")
     if semis:
         return _plan_semi(sql, tree, master_columns, keys)
     if tree.args.get("joins"):
@@ -534,8 +545,23 @@ def _plan_projection(
     )  # fmt: skip
 
 
+def _having_as_output(qualified: exp.Select, base: dict[str, object]) -> bool:
+    """A HAVING condition becomes a hidden boolean output, ``__fr_having``: the view keeps
+    every group, maintained as without the HAVING, and shows those whose condition holds
+    (the view over the storage table filters on it). The condition is an expression of
+    aggregates and group expressions like any output, so it is maintained like one."""
+    having = qualified.args.get("having")
+    if having is None:
+        return False
+    qualified.set("having", None)
+    qualified.select(exp.alias_(having.this, HAVING_COLUMN), append=True, copy=False)
+    base["qualified"] = _render(qualified)
+    return True
+
+
 def _plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
     """Plan an aggregate (GROUP BY, DISTINCT, or a global aggregate) of ``qualified``."""
+    having = _having_as_output(qualified, base)
     selects = list(qualified.expressions)
     group_nodes = _groups(qualified)
     groups = [_render(g) for g in group_nodes]
@@ -575,7 +601,7 @@ def _plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
             hidden.append((f"{HIDDEN_PREFIX}sum_{index}", f"sum({arg_sql})"))
             nodes.append(exp.Sum(this=component_nodes[index].copy()))
     return ViewPlan(
-        shape=Shape.AGGREGATE, outputs=tuple(outputs), groups=tuple(groups),
+        shape=Shape.AGGREGATE, outputs=tuple(outputs), groups=tuple(groups), having=having,
         group_columns=tuple(group_columns), aggregates=tuple(aggregates),
         components=tuple(components), sum_components=frozenset(sums), hidden=tuple(hidden),
         group_nodes=tuple(g.copy() for g in group_nodes), hidden_nodes=tuple(nodes),

@@ -25,13 +25,20 @@ DIALECT = "spark"
 
 
 HIDDEN_PREFIX = "__fr_"
+# An aggregate view's HAVING condition per group (``analysis._having_as_output``).
+HAVING_COLUMN = f"{HIDDEN_PREFIX}having"
 
 
 def visible(columns: Sequence[Column]) -> dict[str, str]:
     """A table's columns as a query sees them: a fast_refresh view's hidden ``__fr_``
     columns are left out, so ``select *`` over a view gives its user's columns only and a
-    query cannot name them."""
-    return {c.name: c.type for c in columns if not c.name.lower().startswith(HIDDEN_PREFIX)}
+    query cannot name them; but for ``__fr_having``, which the view over a storage table
+    filters on (``engine.refresh.resolve_views``)."""
+    return {
+        c.name: c.type
+        for c in columns
+        if not c.name.lower().startswith(HIDDEN_PREFIX) or c.name.lower() == HAVING_COLUMN
+    }
 
 
 class InlineError(Exception):

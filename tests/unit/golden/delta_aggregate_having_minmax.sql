@@ -1,0 +1,86 @@
+MERGE INTO `g`.`aggregate_having_minmax` AS t
+USING (
+  WITH __fr_rng AS (
+    SELECT
+      `k`,
+      `g`,
+      `x`,
+      old_new__,
+      sequence__
+    FROM `g`.`mlog__m1`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 12
+          ) <> 0
+        )
+      )
+  ), __fr_ranked AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+      COUNT(1) OVER (
+        PARTITION BY `k`
+        ORDER BY sequence__
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+      ) AS __fr_n
+    FROM __fr_rng
+  ), imgs AS (
+    SELECT
+      `k`,
+      `g`,
+      `x`,
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    FROM __fr_ranked
+    WHERE
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
+  ), __fr_rows AS (
+    SELECT
+      m1.g AS __fr_g_0,
+      m1.__fr_sign AS __fr_sign
+    FROM imgs AS m1
+  ), __fr_ag AS (
+    SELECT DISTINCT
+      __fr_g_0
+    FROM __fr_rows
+  ), __fr_re AS (
+    SELECT
+      m1.g AS g,
+      MAX(m1.x) AS mx,
+      MAX(m1.x) > 2 OR COUNT(*) = 1 AS __fr_having,
+      COUNT(*) AS `__fr_count`
+    FROM g.m1 VERSION AS OF 21 AS m1
+    LEFT SEMI JOIN __fr_ag
+      ON m1.g IS NOT DISTINCT FROM __fr_ag.__fr_g_0
+    GROUP BY
+      m1.g
+  )
+  SELECT
+    re.`g`,
+    re.`mx`,
+    re.`__fr_having`,
+    re.`__fr_count`,
+    ag.__fr_g_0,
+    re.__fr_count IS NULL AS __fr_gone
+  FROM __fr_ag AS ag
+  LEFT JOIN __fr_re AS re
+    ON re.`g` IS NOT DISTINCT FROM ag.__fr_g_0
+) AS s
+ON t.`g` IS NOT DISTINCT FROM s.__fr_g_0
+WHEN MATCHED AND s.__fr_gone THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+  `g` = s.`g`,
+  `mx` = s.`mx`,
+  `__fr_having` = s.`__fr_having`,
+  `__fr_count` = s.`__fr_count`
+WHEN NOT MATCHED AND NOT s.__fr_gone THEN INSERT (`g`, `mx`, `__fr_having`, `__fr_count`) VALUES (s.`g`, s.`mx`, s.`__fr_having`, s.`__fr_count`)
