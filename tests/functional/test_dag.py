@@ -90,6 +90,15 @@ group by region having count(*) > 2
 {{ config(materialized='fast_refresh') }}
 select region from {{ ref('mart_busy_regions') }} where orders < 1000
 """,
+    "mart_latest_orders.sql": """
+{{ config(materialized='fast_refresh') }}
+with ranked as (
+    select order_id, customer_id, amount_usd,
+           row_number() over (partition by customer_id order by order_id desc) as rn
+    from {{ ref('stg_orders') }}
+)
+select customer_id, order_id, amount_usd from ranked where rn = 1
+""",
     "report_regions.sql": """
 {{ config(materialized='table', file_format='iceberg') }}
 select * from {{ ref('mart_region_revenue') }}
@@ -119,12 +128,14 @@ models:
     data_tests: [fast_refresh.equals_query]
   - name: mart_busy_region_names
     data_tests: [fast_refresh.equals_query]
+  - name: mart_latest_orders
+    data_tests: [fast_refresh.equals_query]
 """,
 }
 FAST_MODELS = [
     "stg_orders", "stg_customers", "int_orders_regions", "mart_region_revenue",
     "mart_open_by_customer", "mart_region_copy", "mart_north_orders", "mart_busy_regions",
-    "mart_busy_region_names",
+    "mart_busy_region_names", "mart_latest_orders",
 ]  # fmt: skip
 STATUSES = ["open", "shipped", "cancelled", "OPEN"]
 REGIONS = ["north", "south", "east", None]

@@ -91,6 +91,22 @@ VIEWS = {
         "HAVING sum(a.x) > 3",
         "m1,m3",
     ),
+    # Window functions, recomputed by partition: the latest row per group (NULL groups
+    # too), a running sum over a key-only log, dense ranks over a key-less master.
+    "window_latest": (
+        "SELECT * FROM (SELECT k, g, x, row_number() OVER (PARTITION BY g ORDER BY x DESC, k) "
+        "AS rn FROM {s}.m1) r WHERE rn = 1",
+        "m1",
+    ),
+    "window_running": (
+        "SELECT k, x, sum(x) OVER (PARTITION BY g ORDER BY k) AS running FROM {s}.m3",
+        "m3",
+    ),
+    "window_rank_keyless": (
+        "SELECT g, x FROM (SELECT g, x, dense_rank() OVER (PARTITION BY g ORDER BY x) AS r "
+        "FROM {s}.m2) q WHERE r <= 2",
+        "m2",
+    ),
     # Subquery filters: EXISTS over a key-only log, NOT EXISTS over a key-less one, IN with
     # a hidden key (NULLs in the correlated columns on both sides).
     "semi_exists": (

@@ -162,6 +162,22 @@ VIEWS = {
         "HAVING avg(a.y) > 1",
         (M1, M3),
     ),
+    # Window functions: the latest row per key (a key-only log: images by time travel),
+    # a running sum over the whole query, ranks over a key-less log.
+    "window_latest_row": (
+        "SELECT * FROM (SELECT k, g, x, row_number() OVER (PARTITION BY g ORDER BY x DESC, k) "
+        "AS rn FROM {s}.m3) r WHERE rn = 1",
+        (M3,),
+    ),
+    "window_running_sum": (
+        "SELECT k, x, sum(x) OVER (PARTITION BY g ORDER BY k) AS running FROM {s}.m1",
+        (M1,),
+    ),
+    "window_rank_keyless": (
+        "SELECT g, x FROM (SELECT g, x, dense_rank() OVER (PARTITION BY g ORDER BY x) AS r "
+        "FROM {s}.m2) q WHERE r <= 2",
+        (M2,),
+    ),
     # Subquery filters: the outer table's changes alone, a subquery's table's (key-less
     # and key-only logs), both at once, and a table filtered by itself.
     "semi_outer_changed": (

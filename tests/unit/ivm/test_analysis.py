@@ -447,3 +447,44 @@ def test_having_is_a_hidden_boolean_output_the_view_filters_on() -> None:
     assert having.sql == "COUNT(*) > 1 AND MAX(orders.amount) < 100"
     assert p.tree is not None and p.tree.args.get("having") is None
     assert "HAVING kept per group" in p.describe()
+
+
+def test_window_functions_are_recomputed_by_their_common_partition() -> None:
+    p = plan(
+        "with ranked as (select *, row_number() over (partition by customer_id "
+        "order by amount desc, order_id) as rn from shop.orders) "
+        "select order_id, amount from ranked where rn = 1"
+    )
+    assert p.shape == "window" and p.partitions == ("orders.customer_id",)
+    assert p.view_columns == ("order_id", "amount", "__fr_p_0")
+    assert "partitioned by orders.customer_id" in p.describe()
+    # The derived table hands the partition out to the view's hidden column.
+    assert "orders.customer_id AS __fr_p_0" in p.qualified
+    p = plan(
+        "select order_id, sum(amount) over (partition by customer_id, status order by order_id)"
+        " as running, count(*) over (partition by status, customer_id) as n from shop.orders"
+    )
+    assert p.shape == "window"
+    assert p.partitions == ("orders.customer_id", "orders.status")
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        ("select order_id, row_number() over (order by order_id) n from shop.orders",
+         "without PARTITION BY"),
+        ("select order_id, sum(amount) over (partition by status) a, "
+         "sum(amount) over (partition by customer_id) b from shop.orders", "share no PARTITION BY"),
+        ("select o.order_id, row_number() over (partition by c.region order by o.order_id) n "
+         "from shop.orders o join shop.customers c on o.customer_id = c.customer_id",
+         "over a join"),
+        ("select status, count(*) n from (select status, row_number() over (partition by status "
+         "order by order_id) rn from shop.orders) r where rn = 1 group by status",
+         "an aggregate or DISTINCT over a window function's result"),
+        ("select order_id, sum(amount) over (partition by status) s, rand() r from shop.orders",
+         "rand()"),
+    ],
+)  # fmt: skip
+def test_window_functions_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:
+    p = plan(sql)
+    assert p.shape == "unsupported" and construct in (p.reason or ""), p.reason

@@ -54,6 +54,7 @@ from dbt.adapters.fastrefresh.ivm.semi import (
     semi_joins,
     without_semis,
 )
+from dbt.adapters.fastrefresh.ivm.window import WindowError, has_window, partitions, window_select
 from dbt.adapters.fastrefresh.protocol.decisions import Word
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -77,6 +78,7 @@ class Shape(Word):
     """What a view's query is, for its maintenance."""
 
     PROJECTION = "projection"  # a filter and projection of one master
+    WINDOW = "window"  # window functions over one master, recomputed by partition
     AGGREGATE = "aggregate"  # GROUP BY, DISTINCT or a global aggregate (of one master or a join)
     JOIN = "join"  # an inner join of keyed masters
     UNSUPPORTED = "unsupported"  # does not refresh fast: ``reason`` says why
@@ -146,6 +148,11 @@ class ViewPlan:
     inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
     semis: tuple[SemiJoin, ...] = ()  # a projection's [NOT] EXISTS / IN (SELECT) filters
     having: bool = False  # an aggregate's HAVING, kept as the hidden output HAVING_COLUMN
+    # window: the expressions every window partitions by (over ``alias``), and the view
+    # column holding each
+    partitions: tuple[str, ...] = ()
+    partition_view_columns: tuple[str, ...] = ()
+    partition_nodes: tuple[exp.Expression, ...] = field(default=(), compare=False, repr=False)
     reason_code: str | None = None  # decisions.ReasonCode value of ``reason``
     # Trees, for the SQL generator to build statements from (never re-parsed from text):
     tree: exp.Select | None = field(default=None, compare=False, repr=False)  # ``qualified``
@@ -206,6 +213,12 @@ class ViewPlan:
             return (
                 f"inner join of {tables} (each row keyed by its tables' keys; the changed "
                 "keys' rows are joined again)"
+            )
+        if self.shape is Shape.WINDOW:
+            return (
+                f"window functions over {self.masters[0]}, partitioned by "
+                f"{', '.join(self.partitions)} (the partitions the changes touch are "
+                "recomputed)"
             )
         if self.shape is Shape.PROJECTION:
             how = "keyed by " + ", ".join(self.key_columns) if self.keyed else "key-less, counted"
@@ -355,6 +368,8 @@ def _plan(
 ) -> ViewPlan:
     if needs_inlining(tree):
         tree = _inlined(tree, masters, master_columns)
+    if isinstance(tree, exp.Select) and has_window(tree):
+        return _plan_window(sql, tree, master_columns)
     if not isinstance(tree, exp.Select):
         what = type(tree).__name__.upper()
         if isinstance(tree, exp.Union | exp.Intersect | exp.Except):
@@ -457,12 +472,73 @@ def _inlined(
     except InlineError as exc:
         raise _Refused(f"the query uses CTEs or derived tables, and {exc}") from exc
     left = derived_table(merged)
-    if left is not None:
+    if left is not None and not (isinstance(merged, exp.Select) and has_window(merged)):
         raise _Refused(
             f"the query reads the CTE or derived table {left}, which cannot be merged into it "
             "(it aggregates, is DISTINCT, or uses a window, LIMIT or set operation)"
         )
     return merged
+
+
+def _plan_window(
+    sql: str, tree: exp.Select, master_columns: dict[TableName, list[Column]]
+) -> ViewPlan:
+    """Window functions over one master (``window.py``): the view's rows are recomputed by
+    partition, each partition's value kept in the view (hidden ``__fr_p_<i>`` columns)."""
+    try:
+        inner, derived = window_select(tree)
+        parts = partitions(inner)
+    except WindowError as exc:
+        raise _Refused(f"the query uses {exc}") from exc
+    tables = [t for t in tree.find_all(exp.Table) if t.db]
+    if len(tables) != 1:
+        raise _Refused("the query uses window functions over more than one table")
+    master = _master_of(tables[0], master_columns)
+    offender = _first_offender(_without_windows(tree))
+    if offender:
+        raise _Refused(f"the query uses {offender}")
+    schema: dict[str, object] = {master.schema: {master.table: visible(master_columns[master])}}
+    try:
+        qualified = _qualify(tree, schema)
+    except SqlglotError as exc:
+        raise _Refused(f"the query could not be resolved against {master} ({exc})") from exc
+    assert isinstance(qualified, exp.Select)
+    inner, derived = window_select(qualified)
+    parts = partitions(inner)
+    alias = qualified.find(exp.Table).alias_or_name  # type: ignore[union-attr]
+    selects = list(qualified.expressions)
+    _check_output_names([s.alias_or_name for s in selects], "")
+    outputs = tuple(Output(s.alias_or_name, _render(s.unalias())) for s in selects)
+    holders = [f"{HIDDEN_PREFIX}p_{i}" for i in range(len(parts))]
+    nodes: list[exp.Expression | None] = []
+    for part, holder in zip(parts, holders, strict=True):
+        if derived is None:
+            nodes.append(part.copy())
+        else:  # the derived table hands each partition value out to the view
+            inner.select(exp.alias_(part.copy(), holder), append=True, copy=False)
+            nodes.append(exp.column(holder, table=derived))
+    read = {c.name.lower() for c in qualified.find_all(exp.Column) if c.table == alias}
+    return ViewPlan(
+        sql=sql, query_hash=query_hash(sql), shape=Shape.WINDOW, masters=(master,),
+        alias=alias, outputs=outputs, hidden=tuple((h, _render(p)) for h, p in zip(holders, parts, strict=True)),
+        hidden_nodes=tuple(nodes), columns_read=tuple(sorted(read)),
+        qualified=_render(qualified), tree=qualified,
+        expressions=tuple(_render(s.unalias()) for s in selects),
+        partitions=tuple(_render(p) for p in parts), partition_view_columns=tuple(holders),
+        partition_nodes=tuple(p.copy() for p in parts),
+    )  # fmt: skip
+
+
+def _without_windows(tree: exp.Select) -> exp.Select:
+    """A copy of ``tree`` with its window functions and derived tables out of the way, for
+    the checks of everything else (non-deterministic functions, LIMIT, ...)."""
+    copy = tree.copy()
+    for window in list(copy.find_all(exp.Window)):
+        window.replace(exp.Null())
+    for sub in list(copy.find_all(exp.Subquery)):
+        if isinstance(sub.parent, exp.From | exp.Join):
+            sub.replace(exp.to_table("x"))
+    return copy
 
 
 def _is_aggregate(select: exp.Select) -> bool:

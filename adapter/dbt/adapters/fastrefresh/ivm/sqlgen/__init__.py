@@ -10,8 +10,8 @@ master by time travel for the changed keys (old: the snapshot the view reflected
 the pinned one). Every delta is applied with one MERGE, so it is atomic.
 
 One module per concern: ``images`` (where changed rows come from), ``complete`` (the
-complete refresh's SELECT), ``projection``, ``aggregate``, ``join`` and ``semi`` (each
-shape's delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
+complete refresh's SELECT), ``projection``, ``aggregate``, ``join``, ``semi`` and ``window``
+(each shape's delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
 dispatcher from a view's plan to its delta statement, for refresh and explain alike.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dbt.adapters.fastrefresh.ivm.analysis import Shape, ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, projection, semi
+from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, projection, semi, window
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, MasterSource, Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.join import join_merge
@@ -68,6 +68,8 @@ def delta_statement(
     if plan.semis:  # a keyed projection filtered by [NOT] EXISTS / IN (SELECT ...)
         return semi.semi_join(plan, target, sources, pins=pins)
     (source,) = sources.values()
+    if plan.shape is Shape.WINDOW:
+        return window.window_recompute(plan, target, source, pins=pins)
     if plan.shape is Shape.PROJECTION:
         ctes = image_ctes(plan, source)
         if plan.keyed:
@@ -82,6 +84,11 @@ def notes(plan: ViewPlan) -> list[str]:
         return [
             "a join reads the changed keys from its logs and joins their rows from the "
             "masters at the pinned snapshots"
+        ]
+    if plan.shape is Shape.WINDOW:
+        return [
+            "the partitions the changed rows (old and new images) are in are recomputed "
+            "from the pinned master, restricted to them, and merged by partition"
         ]
     if plan.semis:
         return [
