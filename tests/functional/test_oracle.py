@@ -91,6 +91,17 @@ VIEWS = {
         "HAVING sum(a.x) > 3",
         "m1,m3",
     ),
+    # FILTER clauses (as CASE arguments), DISTINCT and COUNT(DISTINCT) over joins.
+    "agg_filter": (
+        "SELECT g, sum(x) FILTER (WHERE x > 1) AS sx, count(*) FILTER (WHERE y IS NULL) AS ny, "
+        "avg(y) FILTER (WHERE x IS NOT NULL) AS ay FROM {s}.m1 GROUP BY g",
+        "m1",
+    ),
+    "join_distinct": ("SELECT DISTINCT a.g, b.x FROM {s}.m1 a JOIN {s}.m3 b ON a.k = b.k", "m1,m3"),
+    "join_count_distinct": (
+        "SELECT b.g, count(DISTINCT a.x) AS n FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g GROUP BY b.g",
+        "m1,m3",
+    ),
     # Window functions, recomputed by partition: the latest row per group (NULL groups
     # too), a running sum over a key-only log, dense ranks over a key-less master.
     "window_latest": (

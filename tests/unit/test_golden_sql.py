@@ -162,6 +162,11 @@ VIEWS = {
         "HAVING avg(a.y) > 1",
         (M1, M3),
     ),
+    "aggregate_filter": (
+        "SELECT g, sum(x) FILTER (WHERE x > 1) AS sx, count(*) FILTER (WHERE y IS NULL) AS ny "
+        "FROM {s}.m1 GROUP BY g",
+        (M1,),
+    ),
     # Window functions: the latest row per key (a key-only log: images by time travel),
     # a running sum over the whole query, ranks over a key-less log.
     "window_latest_row": (

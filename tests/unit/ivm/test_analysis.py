@@ -488,3 +488,21 @@ def test_window_functions_are_recomputed_by_their_common_partition() -> None:
 def test_window_functions_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:
     p = plan(sql)
     assert p.shape == "unsupported" and construct in (p.reason or ""), p.reason
+
+
+def test_a_filter_clause_is_part_of_the_argument_the_deltas_sum() -> None:
+    p = plan(
+        "select status, sum(amount) filter (where amount > 10) s, count(*) filter "
+        "(where customer_id is null) n, max(amount) filter (where order_id > 3) m "
+        "from shop.orders group by status"
+    )
+    assert [(a.kind, a.arg) for a in p.aggregates] == [
+        ("sum", "CASE WHEN orders.amount > 10 THEN orders.amount END"),
+        ("count", "CASE WHEN orders.customer_id IS NULL THEN 1 END"),
+        ("other", None),
+    ]
+    assert "MAX(CASE WHEN orders.order_id > 3 THEN orders.amount END)" in p.qualified
+    # An aggregate that does not skip NULLs keeps its FILTER (it is recomputed).
+    kept = plan("select status, first(amount) filter (where amount > 1) f from shop.orders "
+                "group by status")  # fmt: skip
+    assert "FILTER(WHERE orders.amount > 1)" in kept.qualified and not kept.algebraic

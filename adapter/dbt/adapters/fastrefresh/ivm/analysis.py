@@ -635,8 +635,42 @@ def _having_as_output(qualified: exp.Select, base: dict[str, object]) -> bool:
     return True
 
 
+# Aggregates that skip NULL inputs: ``agg(x) FILTER (WHERE c)`` is ``agg(CASE WHEN c THEN
+# x END)`` for them, which their maintenance reads as any other argument.
+_NULL_SKIPPING = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+def _filters_as_arguments(qualified: exp.Select, base: dict[str, object]) -> None:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (``count(*)``: of
+    ``CASE WHEN c THEN 1 END``; ``count(DISTINCT x)``: of the CASE inside the DISTINCT),
+    so the filter is part of the argument the deltas sum. Any other aggregate keeps its
+    FILTER: it is recomputed from the query itself."""
+    changed = False
+    for node in list(qualified.find_all(exp.Filter)):
+        call, where = node.this, node.expression
+        if not isinstance(call, _NULL_SKIPPING) or where is None:
+            continue
+        cond = where.this if isinstance(where, exp.Where) else where
+        call = call.copy()
+        arg = call.this
+        if isinstance(arg, exp.Star) or arg is None:
+            call.set("this", exp.Case(ifs=[exp.If(this=cond.copy(), true=exp.Literal.number(1))]))
+        elif isinstance(arg, exp.Distinct):
+            inner = [
+                exp.Case(ifs=[exp.If(this=cond.copy(), true=e.copy())]) for e in arg.expressions
+            ]
+            call.set("this", exp.Distinct(expressions=inner))
+        else:
+            call.set("this", exp.Case(ifs=[exp.If(this=cond.copy(), true=arg.copy())]))
+        node.replace(call)
+        changed = True
+    if changed:
+        base["qualified"] = _render(qualified)
+
+
 def _plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
     """Plan an aggregate (GROUP BY, DISTINCT, or a global aggregate) of ``qualified``."""
+    _filters_as_arguments(qualified, base)
     having = _having_as_output(qualified, base)
     selects = list(qualified.expressions)
     group_nodes = _groups(qualified)
