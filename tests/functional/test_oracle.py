@@ -102,6 +102,20 @@ VIEWS = {
         "SELECT b.g, count(DISTINCT a.x) AS n FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g GROUP BY b.g",
         "m1,m3",
     ),
+    # Outer joins: many-to-many on a non-key column (NULLs never match), an extra ON term,
+    # both sides preserved; the dimension's log holds only its key (images by time travel).
+    "outer_left": (
+        "SELECT a.k, a.x, b.k AS bk, b.x AS bx FROM {s}.m1 a LEFT JOIN {s}.m3 b ON a.g = b.g",
+        "m1,m3",
+    ),
+    "outer_right": (
+        "SELECT a.k, b.k AS bk, b.g FROM {s}.m1 a RIGHT JOIN {s}.m3 b ON a.k = b.k AND a.x > 0",
+        "m1,m3",
+    ),
+    "outer_full": (
+        "SELECT a.k, a.g, b.k AS bk, b.x AS bx FROM {s}.m1 a FULL OUTER JOIN {s}.m3 b ON a.g = b.g",
+        "m1,m3",
+    ),
     # Window functions, recomputed by partition: the latest row per group (NULL groups
     # too), a running sum over a key-only log, dense ranks over a key-less master.
     "window_latest": (

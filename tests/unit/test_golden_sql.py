@@ -162,6 +162,18 @@ VIEWS = {
         "HAVING avg(a.y) > 1",
         (M1, M3),
     ),
+    "outer_left": (
+        "SELECT a.k, a.x, b.k AS bk, b.x AS bx FROM {s}.m1 a LEFT JOIN {s}.m3 b ON a.g = b.g",
+        (M1, M3),
+    ),
+    "outer_right_one_side": (
+        "SELECT a.k, b.k AS bk, b.g FROM {s}.m1 a RIGHT JOIN {s}.m3 b ON a.k = b.k AND a.x > 0",
+        (M1,),
+    ),
+    "outer_full": (
+        "SELECT a.k, a.g, b.k AS bk, b.x AS bx FROM {s}.m1 a FULL OUTER JOIN {s}.m3 b ON a.g = b.g",
+        (M1, M3),
+    ),
     "aggregate_filter": (
         "SELECT g, sum(x) FILTER (WHERE x > 1) AS sx, count(*) FILTER (WHERE y IS NULL) AS ny "
         "FROM {s}.m1 GROUP BY g",

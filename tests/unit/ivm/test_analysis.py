@@ -89,7 +89,8 @@ def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
     [
         (
             "select a.order_id, b.order_id b_id from shop.orders a "
-            "left join shop.orders b on a.order_id = b.order_id",
+            "left join shop.orders b on a.order_id = b.order_id "
+            "left join shop.customers c on c.customer_id = a.customer_id",
             "LEFT OUTER join",
         ),
         ("select a.order_id from shop.orders a natural join shop.customers b", "NATURAL join"),
@@ -506,3 +507,36 @@ def test_a_filter_clause_is_part_of_the_argument_the_deltas_sum() -> None:
     kept = plan("select status, first(amount) filter (where amount > 1) f from shop.orders "
                 "group by status")  # fmt: skip
     assert "FILTER(WHERE orders.amount > 1)" in kept.qualified and not kept.algebraic
+
+
+def test_outer_joins_keep_the_preserved_sides_key_and_the_join_equalities() -> None:
+    p = plan(
+        "select o.order_id, o.amount, c.region from shop.orders o left join shop.customers c "
+        "on o.customer_id = c.customer_id and c.region <> 'x'"
+    )
+    assert p.shape == "outer_join" and p.outer is not None and p.outer.preserved == (0,)
+    assert [(a.sql(), b.sql()) for a, b in p.outer.pairs] == [("o.customer_id", "c.customer_id")]
+    assert p.view_columns == ("order_id", "amount", "region", "__fr_j1_customer_id")
+    p = plan(
+        "select o.amount, c.region from shop.orders o full outer join shop.customers c "
+        "on c.customer_id = o.customer_id"
+    )
+    assert p.outer is not None and p.outer.side == "FULL" and p.outer.preserved == (0, 1)
+    assert [(a.sql(), b.sql()) for a, b in p.outer.pairs] == [("o.customer_id", "c.customer_id")]
+
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        ("select c.region, count(*) n from shop.orders o left join shop.customers c "
+         "on o.customer_id = c.customer_id group by c.region", "aggregate over an OUTER join"),
+        ("select o.order_id, c.region from shop.orders o left join shop.customers c "
+         "on o.customer_id > c.customer_id", "no equality"),
+        ("select o.order_id, c.region from shop.orders o left join shop.customers c "
+         "on o.customer_id = c.customer_id join shop.customers d on d.customer_id = "
+         "o.customer_id", "LEFT OUTER join (only inner joins refresh fast)"),
+    ],
+)  # fmt: skip
+def test_outer_joins_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:
+    p = plan(sql)
+    assert p.shape == "unsupported" and construct in (p.reason or ""), p.reason

@@ -46,6 +46,7 @@ from dbt.adapters.fastrefresh.ivm.inline import (
     needs_inlining,
     visible,
 )
+from dbt.adapters.fastrefresh.ivm.outer import OuterJoin, OuterJoinError, is_outer, outer_join
 from dbt.adapters.fastrefresh.ivm.semi import (
     SemiJoin,
     SemiJoinError,
@@ -79,6 +80,7 @@ class Shape(Word):
 
     PROJECTION = "projection"  # a filter and projection of one master
     WINDOW = "window"  # window functions over one master, recomputed by partition
+    OUTER_JOIN = "outer_join"  # a LEFT/RIGHT/FULL join of two keyed masters
     AGGREGATE = "aggregate"  # GROUP BY, DISTINCT or a global aggregate (of one master or a join)
     JOIN = "join"  # an inner join of keyed masters
     UNSUPPORTED = "unsupported"  # does not refresh fast: ``reason`` says why
@@ -147,6 +149,7 @@ class ViewPlan:
     expressions: tuple[str, ...] = field(default=())  # output expressions as written
     inputs: tuple[JoinInput, ...] = ()  # join: the joined tables, in FROM order
     semis: tuple[SemiJoin, ...] = ()  # a projection's [NOT] EXISTS / IN (SELECT) filters
+    outer: OuterJoin | None = None  # outer_join: its side and join equalities
     having: bool = False  # an aggregate's HAVING, kept as the hidden output HAVING_COLUMN
     # window: the expressions every window partitions by (over ``alias``), and the view
     # column holding each
@@ -208,6 +211,13 @@ class ViewPlan:
     def describe(self) -> str:
         if not self.supported:
             return f"not fast-refreshable: {self.reason}"
+        if self.shape is Shape.OUTER_JOIN:
+            assert self.outer is not None
+            tables = f" {self.outer.side} JOIN ".join(f"{i.master} {i.alias}" for i in self.inputs)
+            return (
+                f"{tables} (each row belongs to a row of the preserved side; the rows of the "
+                "keys the changes reach are recomputed)"
+            )
         if self.shape is Shape.JOIN:
             tables = ", ".join(f"{i.master} {i.alias}" for i in self.inputs)
             return (
@@ -778,7 +788,9 @@ def _template(
     return copy.transform(swap, copy=False), first + len(numbers)
 
 
-def _join_offender(join: exp.Join) -> str | None:
+def _join_offender(join: exp.Join, *, outer: bool = False) -> str | None:
+    if outer and is_outer(join):
+        return None
     side = (join.args.get("side") or "").upper()
     kind = (join.args.get("kind") or "").upper()
     if join.args.get("method"):
@@ -799,9 +811,14 @@ def _analyze_join(
     master_columns: dict[TableName, list[Column]],
     keys: dict[TableName, list[str]],
 ) -> ViewPlan:
-    """Plan an inner join of keyed masters (``shape = "join"``), or an aggregate over one."""
-    qualified = _qualified_join(tree, master_columns, keys)
+    """Plan an inner join of keyed masters (``shape = "join"``), or an aggregate over one,
+    or an outer join of two (``shape = "outer_join"``)."""
+    joins = tree.args.get("joins") or []
+    outer = len(joins) == 1 and is_outer(joins[0])
+    qualified = _qualified_join(tree, master_columns, keys, outer=outer)
     aggregate = _is_aggregate(tree)
+    if outer and aggregate:
+        raise _Refused("the query uses an aggregate over an OUTER join")
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
     _check_output_names(names, " (alias them, e.g. b.id AS b_id)")
@@ -817,8 +834,14 @@ def _analyze_join(
     }  # fmt: skip
     if aggregate:
         return _plan_aggregate(qualified, base)
+    if outer:
+        try:
+            spec = outer_join(qualified.args["joins"][0], (inputs[0].alias, inputs[1].alias))
+        except OuterJoinError as exc:
+            raise _Refused(f"the query uses {exc}") from exc
+        base["outer"] = spec
     return ViewPlan(
-        shape=Shape.JOIN,
+        shape=Shape.OUTER_JOIN if outer else Shape.JOIN,
         outputs=tuple(Output(n, _render(s.unalias())) for n, s in zip(names, selects, strict=True)),
         key_view_columns=tuple(c for i in inputs for c in i.key_view_columns),
         hidden=tuple(hidden), hidden_nodes=tuple(nodes), **base,  # type: ignore[arg-type]
@@ -829,10 +852,13 @@ def _qualified_join(
     tree: exp.Select,
     master_columns: dict[TableName, list[Column]],
     keys: dict[TableName, list[str]],
+    *,
+    outer: bool = False,
 ) -> exp.Select:
-    """The join qualified against its tables, each a known master with a keyed log."""
+    """The join qualified against its tables, each a known master with a keyed log
+    (``outer``: its one join may be an outer join)."""
     for join in tree.args.get("joins") or []:
-        offender = _join_offender(join)
+        offender = _join_offender(join, outer=outer)
         if offender:
             raise _Refused(f"the query uses {offender}")
         if not isinstance(join.this, exp.Table):

@@ -10,8 +10,8 @@ master by time travel for the changed keys (old: the snapshot the view reflected
 the pinned one). Every delta is applied with one MERGE, so it is atomic.
 
 One module per concern: ``images`` (where changed rows come from), ``complete`` (the
-complete refresh's SELECT), ``projection``, ``aggregate``, ``join``, ``semi`` and ``window``
-(each shape's delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
+complete refresh's SELECT), ``projection``, ``aggregate``, ``join``, ``outer``, ``semi`` and
+``window`` (each shape's delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
 dispatcher from a view's plan to its delta statement, for refresh and explain alike.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dbt.adapters.fastrefresh.ivm.analysis import Shape, ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, projection, semi, window
+from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, outer, projection, semi, window
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, MasterSource, Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.join import join_merge
@@ -63,6 +63,8 @@ def delta_statement(
     if plan.shape is Shape.JOIN:
         logs = {m: s for m, s in sources.items() if isinstance(s, LogSource)}
         return join_merge(plan, target, logs, pins=pins)
+    if plan.shape is Shape.OUTER_JOIN:
+        return outer.outer_recompute(plan, target, sources, pins=pins)
     if plan.inputs:  # an aggregate over a join: every master's changes in one statement
         return aggregate.over_join(plan, target, sources, pins=pins, old_pins=old_pins)
     if plan.semis:  # a keyed projection filtered by [NOT] EXISTS / IN (SELECT ...)
@@ -84,6 +86,12 @@ def notes(plan: ViewPlan) -> list[str]:
         return [
             "a join reads the changed keys from its logs and joins their rows from the "
             "masters at the pinned snapshots"
+        ]
+    if plan.shape is Shape.OUTER_JOIN:
+        return [
+            "the keys of the preserved side the changes reach (its own changed keys, and "
+            "the keys of its rows whose join values equal a changed row's of the other side, "
+            "old or new) have their rows recomputed from the pinned tables and merged"
         ]
     if plan.shape is Shape.WINDOW:
         return [

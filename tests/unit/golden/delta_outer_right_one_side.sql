@@ -1,0 +1,86 @@
+MERGE INTO `g`.`outer_right_one_side` AS t
+USING (
+  WITH __fr_oth1_rng AS (
+    SELECT
+      `k`,
+      `x`,
+      old_new__,
+      sequence__
+    FROM `g`.`mlog__m1`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 10
+          ) <> 0
+        )
+      )
+  ), __fr_oth1_ranked AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+      COUNT(1) OVER (
+        PARTITION BY `k`
+        ORDER BY sequence__
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+      ) AS __fr_n
+    FROM __fr_oth1_rng
+  ), __fr_oth1 AS (
+    SELECT
+      `k`,
+      `x`,
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    FROM __fr_oth1_ranked
+    WHERE
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
+  ), __fr_oth1_v AS (
+    SELECT DISTINCT
+      __fr_oth1.k AS __fr_c0
+    FROM __fr_oth1
+  ), __fr_reached1 AS (
+    SELECT
+      __fr_p.`k`
+    FROM `g`.`m3` VERSION AS OF 23 AS __fr_p
+    LEFT SEMI JOIN __fr_oth1_v AS v
+      ON __fr_p.k = v.__fr_c0
+  ), __fr_recomputed AS (
+    SELECT
+      a.k AS k,
+      b.k AS bk,
+      b.g AS g
+    FROM g.m1 VERSION AS OF 21 AS a
+    RIGHT JOIN (
+      SELECT
+        *
+      FROM `g`.`m3` VERSION AS OF 23 AS __fr_m
+      LEFT SEMI JOIN __fr_reached1 AS __fr_r
+        ON __fr_m.k IS NOT DISTINCT FROM __fr_r.k
+    ) AS b
+      ON a.k = b.k AND a.x > 0
+  )
+  SELECT
+    `k`,
+    `bk`,
+    `g`,
+    'I' AS __fr_op
+  FROM __fr_recomputed
+  UNION ALL
+  SELECT
+    CAST(NULL AS DOUBLE) AS `k`,
+    r.`k` AS `bk`,
+    CAST(NULL AS DOUBLE) AS `g`,
+    'D' AS __fr_op
+  FROM __fr_reached1 AS r
+) AS s
+ON t.`bk` IS NOT DISTINCT FROM s.`bk` AND s.__fr_op = 'D'
+WHEN MATCHED THEN DELETE
+WHEN NOT MATCHED AND s.__fr_op = 'I' THEN INSERT (`k`, `bk`, `g`) VALUES (s.`k`, s.`bk`, s.`g`)
