@@ -92,12 +92,10 @@ select region from {{ ref('mart_busy_regions') }} where orders < 1000
 """,
     "mart_latest_orders.sql": """
 {{ config(materialized='fast_refresh') }}
-with ranked as (
-    select order_id, customer_id, amount_usd,
-           row_number() over (partition by customer_id order by order_id desc) as rn
-    from {{ ref('stg_orders') }}
-)
-select customer_id, order_id, amount_usd from ranked where rn = 1
+-- QUALIFY, which Spark 3.5 lacks: the view's definition keeps it as a filtered subquery
+select customer_id, order_id, amount_usd
+from {{ ref('stg_orders') }}
+qualify row_number() over (partition by customer_id order by order_id desc) = 1
 """,
     "report_regions.sql": """
 {{ config(materialized='table', file_format='iceberg') }}

@@ -160,3 +160,16 @@ def test_a_query_reads_the_fast_refresh_views_it_names_from_their_storage() -> N
         "JOIN s.t AS t ON a.g = t.g"
     )
     assert resolve_views(env, "select x from s.t") == "select x from s.t"  # type: ignore[arg-type]
+
+
+def test_qualify_becomes_a_filter_on_a_derived_table() -> None:
+    import types
+
+    from dbt.adapters.fastrefresh.engine.refresh import resolve_views
+
+    env = types.SimpleNamespace(tables=types.SimpleNamespace(load=lambda name: None))
+    sql = "select k, g from s.t qualify row_number() over (partition by g order by k desc) = 1"
+    assert resolve_views(env, sql) == (  # type: ignore[arg-type]
+        "SELECT k, g FROM (SELECT k, g, ROW_NUMBER() OVER (PARTITION BY g ORDER BY k DESC) "
+        "AS _w FROM s.t) AS _t WHERE _w = 1"
+    )

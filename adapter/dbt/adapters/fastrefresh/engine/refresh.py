@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.transforms import eliminate_qualify
 
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
@@ -132,12 +133,17 @@ def resolve_views(env: Env, sql: str) -> str:
     """``sql`` reading each fast_refresh view it names as that view does, from its storage
     table (``(SELECT <its columns> FROM <storage>) <alias>``), so that the refresh sees
     the Iceberg table behind the view: its snapshots, its log, its time travel. The
-    planner merges the derived table into the query; its hidden columns stay unseen."""
+    planner merges the derived table into the query; its hidden columns stay unseen. A
+    ``QUALIFY`` becomes a filter on a derived table (Spark 3.5 has no ``QUALIFY``), so the
+    view's stored definition runs on Spark as it is."""
     try:
         tree = sqlglot.parse_one(sql, read=DIALECT)
     except SqlglotError:
         return sql
     swapped = False
+    if tree.find(exp.Qualify) is not None:
+        # Spark 3.5 has no QUALIFY: the filter goes on a derived table of the windows.
+        tree, swapped = eliminate_qualify(tree), True
     for table in list(tree.find_all(exp.Table)):
         if not table.db or view_of(TableName(table.db.lower(), table.name.lower())):
             continue
