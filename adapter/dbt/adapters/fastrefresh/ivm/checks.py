@@ -1,0 +1,94 @@
+"""What every planner of a shape shares: the refusal that names a construct, rendering,
+qualification against the masters' columns, and the checks of a query's parts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
+
+from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX
+from dbt.adapters.fastrefresh.ivm.plan import DIALECT, NONDETERMINISTIC
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+class Refused(Exception):
+    """The query does not refresh fast; the message says why (a ``ViewPlan.reason``)."""
+
+    def __init__(self, reason: str, code: str = "unsupported_query") -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+def render(node: exp.Expression) -> str:
+    return node.sql(dialect=DIALECT)
+
+
+def qualify_tree(tree: exp.Expression, schema: dict[str, object]) -> exp.Expression:
+    """The query with stars expanded and every column qualified by its table's alias."""
+    return qualify(
+        tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
+        validate_qualify_columns=True, expand_stars=True, identify=False,
+    )  # fmt: skip
+
+
+def first_offender(tree: exp.Expression) -> str | None:
+    checks: list[tuple[type[exp.Expression] | tuple[type[exp.Expression], ...], str]] = [
+        (exp.With, "a WITH clause (CTE; also how dbt inlines ephemeral models)"),
+        (exp.Window, "a window function (OVER ...)"),
+        (exp.Limit, "LIMIT"),
+        (exp.Offset, "OFFSET"),
+        (exp.Lateral, "LATERAL VIEW / a generator"),
+        ((exp.Explode, exp.Posexplode, exp.Inline), "a generator (explode/inline)"),
+        (exp.Rollup, "ROLLUP"),
+        (exp.Cube, "CUBE"),
+        (exp.GroupingSets, "GROUPING SETS"),
+        (exp.TableSample, "TABLESAMPLE"),
+    ]
+    for kind, why in checks:
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if tree.find(*kinds) is not None:
+            return why
+    for sub in tree.find_all(exp.Subquery, exp.Exists):
+        if sub is not tree:
+            return "a subquery"
+    for node in tree.find_all(exp.In):
+        if node.args.get("query") is not None:
+            return "a subquery (IN (SELECT ...))"
+    for func in tree.find_all(exp.Func):
+        name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
+        if name in NONDETERMINISTIC or isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
+            return f"the non-deterministic function {name}()"
+        if isinstance(func, (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)):
+            return f"the non-deterministic function {name}()"
+    return None
+
+
+def master_of(table: exp.Table, master_columns: dict[TableName, list[Column]]) -> TableName:
+    """The known master ``table`` names, read as it is now (not by time travel)."""
+    if not table.db:
+        raise Refused(f"the table {table.name} is not schema-qualified")
+    master = TableName(table.db.lower(), table.name.lower())
+    if master_columns.get(master) is None:
+        raise Refused(f"{master} is not a known master table")
+    if table.args.get("version") is not None:
+        raise Refused("the query already uses time travel (VERSION AS OF)")
+    return master
+
+
+def check_output_names(names: Sequence[str], hint: str) -> None:
+    lowered = [n.lower() for n in names]
+    if len(set(lowered)) != len(lowered):
+        raise Refused(f"two output columns have the same name{hint}")
+    if any(n.startswith(HIDDEN_PREFIX) for n in lowered):
+        raise Refused(f"output columns named {HIDDEN_PREFIX}* are reserved")
+
+
+def is_aggregate(select: exp.Select) -> bool:
+    return bool(
+        select.args.get("group")
+        or select.args.get("distinct") is not None
+        or any(s.find(exp.AggFunc) for s in select.expressions)
+    )
