@@ -188,6 +188,8 @@ def write_project(root: Path, state: Path, views: list[View]) -> Path:
             "{{ config(materialized='table', file_format='iceberg', "
             f"tags=['table', {tags}]{same_table}) }}}}\n{v.sql}\n"
         )
+        if not v.incremental:
+            continue
         if v.key:
             keys = ", ".join(f"'{k}'" for k in v.key)
             config = (
@@ -328,7 +330,9 @@ def run_round(
         group = [v for v in views if v.scenario == scenario]
         base = {**context, "scenario": scenario, "views": len(group), "repeat": repeat}
         results: dict[str, dict[str, Any]] = {}
-        for method in methods:
+        # The shapes' scenarios have no dbt incremental version (View.incremental).
+        chosen = tuple(m for m in methods if m != "incremental" or group[0].incremental)
+        for method in chosen:
             since = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
             run = dbt.run(f"tag:{method},tag:{scenario}")
             row: dict[str, Any] = {
@@ -354,7 +358,7 @@ def run_round(
         else:
             for v in group:
                 truth(spark, v)
-        for method in methods:
+        for method in chosen:
             wrong = sum(
                 wrong_rows(spark, f"{SCHEMA}.{v.name}__{method}", f"{SCHEMA}.truth__{v.name}")
                 for v in group
@@ -589,6 +593,11 @@ def main() -> None:
     parser.add_argument(
         "--sweeps", default=",".join(SWEEPS), help=f"comma-separated: {', '.join(SWEEPS)}",
     )  # fmt: skip
+    parser.add_argument(
+        "--scenarios", default=None,
+        help="comma-separated scenarios of the fraction sweep (default: the plan's; "
+        f"the shapes: {', '.join(workload.SHAPE_SCENARIOS)})",
+    )  # fmt: skip
     args = parser.parse_args()
     sweeps = args.sweeps.split(",")
     unknown = sorted(set(sweeps) - set(SWEEPS))
@@ -597,6 +606,8 @@ def main() -> None:
     plan = QUICK if args.quick else FULL
     if args.large:
         plan = dataclasses.replace(plan, large=(LARGE_ROWS,))
+    if args.scenarios:
+        plan = dataclasses.replace(plan, scenarios=tuple(args.scenarios.split(",")))
     out = args.out or HERE / "results" / ("quick" if args.quick else "full")
 
     from dbt.adapters.fastrefresh.runtime.embedded import start_session
@@ -608,7 +619,7 @@ def main() -> None:
     started = time.perf_counter()
     rows_out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        scenarios = sorted({*FRACTION_SCENARIOS, *VIEW_MODE_SCENARIOS})
+        scenarios = sorted({*FRACTION_SCENARIOS, *VIEW_MODE_SCENARIOS, *plan.scenarios})
         project = write_project(Path(tmp), state, workload.views(scenarios))
         dbt = Dbt(project)
         if "fraction" in sweeps:

@@ -64,7 +64,8 @@ def _changes(g: list[dict[str, Any]]) -> str:
 
 
 def _incremental(g: list[dict[str, Any]]) -> str:
-    return f"{_s(_method(g, 'incremental'))} ({_wrong(g)})"
+    seconds = _method(g, "incremental")
+    return "" if seconds is None else f"{_s(seconds)} ({_wrong(g)})"  # none for the shapes
 
 
 def _versus(g: list[dict[str, Any]], *, floor_ratio: bool = True) -> str:

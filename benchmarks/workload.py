@@ -51,6 +51,9 @@ class View:
     key: tuple[str, ...]
     # The view table's own write mode (WRITE_MODES): how its MERGEs change it.
     view_mode: str = "copy-on-write"
+    # Whether the harness writes it as a dbt incremental model too (bench.incremental_sql
+    # knows the scenarios' queries; the shapes' would each need their own).
+    incremental: bool = True
 
 
 ORDERS = f"{SCHEMA}.orders"
@@ -123,6 +126,30 @@ SHARED: tuple[View, ...] = (
 )  # fmt: skip
 
 
+# The everyday shapes (issue 24): a mart joining its dimension with LEFT JOIN, groups kept
+# by HAVING, the latest order per customer (a window), orders of one region's customers
+# (EXISTS). Scenario "shapes"; no dbt incremental version.
+SHAPES: tuple[View, ...] = (
+    View("orders_left_region", "left_join",
+         "SELECT o.order_id, o.amount, o.status, c.region "
+         f"FROM {ORDERS} o LEFT JOIN {CUSTOMERS} c ON o.customer_id = c.customer_id",
+         ("order_id",), incremental=False),
+    View("busy_customers", "having",
+         "SELECT customer_id, count(*) AS orders, sum(amount) AS revenue "
+         f"FROM {ORDERS} GROUP BY customer_id HAVING count(*) > 5",
+         ("customer_id",), incremental=False),
+    View("latest_order", "latest",
+         "SELECT customer_id, order_id, amount FROM (SELECT customer_id, order_id, amount, "
+         "row_number() OVER (PARTITION BY customer_id ORDER BY order_date DESC, order_id DESC) "
+         f"AS rn FROM {ORDERS}) r WHERE rn = 1",
+         ("customer_id",), incremental=False),
+    View("north_orders", "semi",
+         f"SELECT o.order_id, o.amount FROM {ORDERS} o WHERE EXISTS (SELECT 1 FROM {CUSTOMERS} c "
+         "WHERE c.customer_id = o.customer_id AND c.region = 'north')",
+         ("order_id",), incremental=False),
+)  # fmt: skip
+SHAPE_SCENARIOS = tuple(v.scenario for v in SHAPES)
+
 # The row-level views again, stored merge-on-read (scenarios "projection_mor", "join_mor"):
 # their MERGEs write delete files instead of rewriting the data files the changed rows are in.
 MERGE_ON_READ_VIEWS: tuple[View, ...] = tuple(
@@ -133,7 +160,8 @@ MERGE_ON_READ_VIEWS: tuple[View, ...] = tuple(
 
 
 def views(scenarios: list[str]) -> list[View]:
-    return [v for v in (*VIEWS, *SHARED, *MERGE_ON_READ_VIEWS) if v.scenario in scenarios]
+    everything = (*VIEWS, *SHARED, *MERGE_ON_READ_VIEWS, *SHAPES)
+    return [v for v in everything if v.scenario in scenarios]
 
 
 def dimension_sizes(rows: int) -> tuple[int, int]:
