@@ -356,7 +356,7 @@ ALL = [
 def test_views_equal_their_queries_after_every_refresh(
     spark: Any, commit_scn: bool, path: str, purge: str
 ) -> None:
-    # 50 examples per run, 100 in all (15 views, five of them joins). Examples continue
+    # 50 examples per run, 100 in all (every view of VIEWS). Examples continue
     # each other's state, so short step lists still add up to one long random walk
     # (a few hundred steps). The slow-marked runs below take 250 examples each.
     world = World(spark, commit_scn, path, purge)
