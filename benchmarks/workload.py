@@ -147,6 +147,16 @@ SHAPES: tuple[View, ...] = (
          f"SELECT o.order_id, o.amount FROM {ORDERS} o WHERE EXISTS (SELECT 1 FROM {CUSTOMERS} c "
          "WHERE c.customer_id = o.customer_id AND c.region = 'north')",
          ("order_id",), incremental=False),
+    View("orders_and_totals", "union_all",
+         f"SELECT order_id AS id, 'order' AS kind, amount FROM {ORDERS} WHERE status = 'open' "
+         f"UNION ALL SELECT customer_id, 'customer', sum(amount) FROM {ORDERS} "
+         "GROUP BY customer_id",
+         ("id", "kind"), incremental=False),
+    View("customer_orders_left", "outer_aggregate",
+         "SELECT c.customer_id, c.region, count(o.order_id) AS orders, sum(o.amount) AS revenue "
+         f"FROM {CUSTOMERS} c LEFT JOIN {ORDERS} o ON o.customer_id = c.customer_id "
+         "GROUP BY c.customer_id, c.region",
+         ("customer_id",), incremental=False),
 )  # fmt: skip
 SHAPE_SCENARIOS = tuple(v.scenario for v in SHAPES)
 

@@ -97,6 +97,24 @@ select customer_id, order_id, amount_usd
 from {{ ref('stg_orders') }}
 qualify row_number() over (partition by customer_id order by order_id desc) = 1
 """,
+    "mart_customer_orders.sql": """
+{{ config(materialized='fast_refresh') }}
+-- an aggregate over a LEFT JOIN: customers without orders count 0
+select c.customer_id, c.region, count(o.order_id) as orders,
+       coalesce(sum(o.amount_usd), 0) as amount_usd
+from {{ ref('stg_customers') }} c
+left join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
+group by c.customer_id, c.region
+""",
+    "mart_order_events.sql": """
+{{ config(materialized='fast_refresh') }}
+select order_id as id, 'order' as kind, amount_usd as amount
+from {{ ref('stg_orders') }} where status <> 'cancelled'
+union all
+select customer_id, 'customer', null from {{ ref('stg_customers') }}
+union all
+select null, region, sum(amount_usd) from {{ ref('int_orders_regions') }} group by region
+""",
     "report_regions.sql": """
 {{ config(materialized='table', file_format='iceberg') }}
 select * from {{ ref('mart_region_revenue') }}
@@ -128,12 +146,16 @@ models:
     data_tests: [fast_refresh.equals_query]
   - name: mart_latest_orders
     data_tests: [fast_refresh.equals_query]
+  - name: mart_customer_orders
+    data_tests: [fast_refresh.equals_query]
+  - name: mart_order_events
+    data_tests: [fast_refresh.equals_query]
 """,
 }
 FAST_MODELS = [
     "stg_orders", "stg_customers", "int_orders_regions", "mart_region_revenue",
     "mart_open_by_customer", "mart_region_copy", "mart_north_orders", "mart_busy_regions",
-    "mart_busy_region_names", "mart_latest_orders",
+    "mart_busy_region_names", "mart_latest_orders", "mart_customer_orders", "mart_order_events",
 ]  # fmt: skip
 STATUSES = ["open", "shipped", "cancelled", "OPEN"]
 REGIONS = ["north", "south", "east", None]
@@ -247,9 +269,12 @@ class TestDagRefreshesFast(FastRefreshProject):
             MODELS["stg_customers.sql"].replace("upper(region)", "lower(region)"),
             project.project_root / "models", "stg_customers.sql",
         )  # fmt: skip
-        out = _run(["run", "-s", "stg_customers", "int_orders_regions", "mart_north_orders"])
+        over_customers = (
+            "int_orders_regions", "mart_north_orders", "mart_customer_orders", "mart_order_events"
+        )  # fmt: skip
+        out = _run(["run", "-s", "stg_customers", *over_customers])
         assert f"COMPLETE refresh of {s}.stg_customers" in out, out
-        for over in ("int_orders_regions", "mart_north_orders"):
+        for over in over_customers:
             younger = f"COMPLETE refresh of {s}.{over}: the materialized view log"
             assert younger in out, out
         run_dbt(["test"])

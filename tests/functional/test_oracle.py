@@ -116,6 +116,24 @@ VIEWS = {
         "SELECT a.k, a.g, b.k AS bk, b.x AS bx FROM {s}.m1 a FULL OUTER JOIN {s}.m3 b ON a.g = b.g",
         "m1,m3",
     ),
+    # Aggregates over outer joins, recomputed by group: grouped by the non-preserved side
+    # (the NULL-extended rows' group), by the preserved side with HAVING, and global over
+    # a FULL join.
+    "outer_agg_dimension": (
+        "SELECT b.g, count(*) AS n, sum(a.x) AS sx, count(b.k) AS nb FROM {s}.m1 a "
+        "LEFT JOIN {s}.m3 b ON a.k = b.k GROUP BY b.g",
+        "m1,m3",
+    ),
+    "outer_agg_preserved": (
+        "SELECT a.g, count(b.k) AS matches, max(b.x) AS mx FROM {s}.m1 a LEFT JOIN {s}.m3 b "
+        "ON a.g = b.g GROUP BY a.g HAVING count(*) > 1",
+        "m1,m3",
+    ),
+    "outer_agg_full_global": (
+        "SELECT count(a.k) AS na, count(b.k) AS nb, count(*) AS n FROM {s}.m1 a "
+        "FULL JOIN {s}.m3 b ON a.g = b.g",
+        "m1,m3",
+    ),
     # Window functions, recomputed by partition: the latest row per group (NULL groups
     # too), a running sum over a key-only log, dense ranks over a key-less master.
     "window_latest": (
@@ -146,6 +164,25 @@ VIEWS = {
     "semi_in": (
         "SELECT g, x FROM {s}.m1 WHERE x IN (SELECT x FROM {s}.m3 WHERE g <> 'c')",
         "m1,m3",
+    ),
+    # UNION ALL: a keyed projection, a key-less one and one over a key-only log, each
+    # labelled; a HAVING aggregate, an inner join and a key-less aggregate with m1 in two
+    # branches; the latest row per group beside a global aggregate (NULL groups, NULL sums).
+    "union_projections": (
+        "SELECT k, g, x, 'm1' AS src FROM {s}.m1 WHERE x > 0 UNION ALL SELECT NULL, g, x, 'm2' "
+        "FROM {s}.m2 UNION ALL SELECT k, g, x, 'm3' FROM {s}.m3 WHERE g IS NOT NULL",
+        "m1,m2,m3",
+    ),
+    "union_agg_join": (
+        "SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m1 GROUP BY g HAVING count(*) > 1 "
+        "UNION ALL SELECT a.g, a.k, b.x FROM {s}.m1 a JOIN {s}.m3 b ON a.k = b.k "
+        "UNION ALL SELECT g, count(*), sum(x) FROM {s}.m2 GROUP BY g",
+        "m1,m2,m3",
+    ),
+    "union_window_global": (
+        "SELECT g, x FROM (SELECT g, x, row_number() OVER (PARTITION BY g ORDER BY x DESC, k) "
+        "AS rn FROM {s}.m1) r WHERE rn = 1 UNION ALL SELECT 'total', sum(x) FROM {s}.m2",
+        "m1,m2",
     ),
 }
 MASTERS = ("m1", "m2", "m3")

@@ -174,6 +174,21 @@ VIEWS = {
         "SELECT a.k, a.g, b.k AS bk, b.x AS bx FROM {s}.m1 a FULL OUTER JOIN {s}.m3 b ON a.g = b.g",
         (M1, M3),
     ),
+    "outer_aggregate_dimension": (
+        "SELECT b.g, count(*) AS n, sum(a.x) AS sx, count(b.k) AS nb FROM {s}.m1 a "
+        "LEFT JOIN {s}.m3 b ON a.k = b.k GROUP BY b.g",
+        (M1, M3),
+    ),
+    "outer_aggregate_preserved": (
+        "SELECT a.g, count(b.k) AS matches, max(b.x) AS mx FROM {s}.m1 a LEFT JOIN {s}.m3 b "
+        "ON a.g = b.g GROUP BY a.g HAVING count(*) > 1",
+        (M3,),
+    ),
+    "outer_aggregate_full_global": (
+        "SELECT count(a.k) AS na, count(b.k) AS nb, count(*) AS n FROM {s}.m1 a "
+        "FULL JOIN {s}.m3 b ON a.g = b.g",
+        (M1,),
+    ),
     "aggregate_filter": (
         "SELECT g, sum(x) FILTER (WHERE x > 1) AS sx, count(*) FILTER (WHERE y IS NULL) AS ny "
         "FROM {s}.m1 GROUP BY g",
@@ -194,6 +209,24 @@ VIEWS = {
         "SELECT g, x FROM (SELECT g, x, dense_rank() OVER (PARTITION BY g ORDER BY x) AS r "
         "FROM {s}.m2) q WHERE r <= 2",
         (M2,),
+    ),
+    # UNION ALL: projections of the three logs' masters (the key-only one by time travel),
+    # an aggregate with HAVING beside a join of a master in two branches, a window beside
+    # a global aggregate.
+    "union_projections": (
+        "SELECT k, g, x, 'm1' AS src FROM {s}.m1 WHERE x > 0 UNION ALL SELECT NULL, g, x, 'm2' "
+        "FROM {s}.m2 UNION ALL SELECT k, g, x, 'm3' FROM {s}.m3 WHERE g IS NOT NULL",
+        (M1, M2, M3),
+    ),
+    "union_agg_join": (
+        "SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m1 GROUP BY g HAVING count(*) > 1 "
+        "UNION ALL SELECT a.g, a.k, b.x FROM {s}.m1 a JOIN {s}.m3 b ON a.k = b.k",
+        (M1,),
+    ),
+    "union_window_global": (
+        "SELECT g, x FROM (SELECT g, x, row_number() OVER (PARTITION BY g ORDER BY x DESC, k) "
+        "AS rn FROM {s}.m1) r WHERE rn = 1 UNION ALL SELECT 'total', sum(x) FROM {s}.m2",
+        (M1, M2),
     ),
     # Subquery filters: the outer table's changes alone, a subquery's table's (key-less
     # and key-only logs), both at once, and a table filtered by itself.

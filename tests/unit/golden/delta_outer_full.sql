@@ -209,48 +209,53 @@ USING (
       a.g AS g,
       b.k AS bk,
       b.x AS bx
+    FROM (
+      SELECT
+        *
+      FROM `g`.`m1` VERSION AS OF 21 AS __fr_m
+      LEFT SEMI JOIN __fr_reached0 AS __fr_r
+        ON __fr_m.k IS NOT DISTINCT FROM __fr_r.k
+    ) AS a
+    LEFT JOIN g.m3 VERSION AS OF 23 AS b
+      ON a.g = b.g
+    UNION
+    SELECT
+      a.k AS k,
+      a.g AS g,
+      b.k AS bk,
+      b.x AS bx
     FROM g.m1 VERSION AS OF 21 AS a
-    FULL OUTER JOIN g.m3 VERSION AS OF 23 AS b
+    RIGHT JOIN (
+      SELECT
+        *
+      FROM `g`.`m3` VERSION AS OF 23 AS __fr_m
+      LEFT SEMI JOIN __fr_reached1 AS __fr_r
+        ON __fr_m.k IS NOT DISTINCT FROM __fr_r.k
+    ) AS b
       ON a.g = b.g
   ) AS n
-  WHERE
-    EXISTS(
-      SELECT
-        1
-      FROM __fr_reached0 AS r
-      WHERE
-        n.`k` IS NOT DISTINCT FROM r.`k`
-    )
-    OR EXISTS(
-      SELECT
-        1
-      FROM __fr_reached1 AS r
-      WHERE
-        n.`bk` IS NOT DISTINCT FROM r.`k`
-    )
   UNION ALL
   SELECT
-    t.`k`,
-    CAST(NULL AS DOUBLE) AS `g`,
-    t.`bk`,
-    CAST(NULL AS DOUBLE) AS `bx`,
+    d.`k`,
+    CAST(NULL AS DOUBLE),
+    d.`bk`,
+    CAST(NULL AS DOUBLE),
     'D' AS __fr_op
-  FROM `g`.`outer_full` AS t
-  WHERE
-    EXISTS(
-      SELECT
-        1
-      FROM __fr_reached0 AS r
-      WHERE
-        t.`k` IS NOT DISTINCT FROM r.`k`
-    )
-    OR EXISTS(
-      SELECT
-        1
-      FROM __fr_reached1 AS r
-      WHERE
-        t.`bk` IS NOT DISTINCT FROM r.`k`
-    )
+  FROM (
+    SELECT
+      t.`k`,
+      t.`bk`
+    FROM `g`.`outer_full` AS t
+    LEFT SEMI JOIN __fr_reached0 AS r
+      ON t.`k` IS NOT DISTINCT FROM r.`k`
+    UNION
+    SELECT
+      t.`k`,
+      t.`bk`
+    FROM `g`.`outer_full` AS t
+    LEFT SEMI JOIN __fr_reached1 AS r
+      ON t.`bk` IS NOT DISTINCT FROM r.`k`
+  ) AS d
 ) AS s
 ON t.`k` IS NOT DISTINCT FROM s.`k`
 AND t.`bk` IS NOT DISTINCT FROM s.`bk`

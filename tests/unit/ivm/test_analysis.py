@@ -104,8 +104,31 @@ def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
             "two output columns have the same name",
         ),
         (
-            "select order_id from shop.orders union all select order_id from shop.orders",
-            "set operation",
+            "select order_id from shop.orders union select order_id from shop.orders",
+            "UNION (without ALL)",
+        ),
+        (
+            "select order_id from shop.orders intersect select order_id from shop.orders",
+            "INTERSECT",
+        ),
+        (
+            "select order_id from shop.orders union all select order_id, status from shop.orders",
+            "branch 2 of the UNION ALL has 2 columns",
+        ),
+        (
+            "select order_id from shop.orders union all select customer_id from shop.orders "
+            "where customer_id in (select 1)",
+            "branch 2 of the UNION ALL: ",
+        ),
+        (
+            "select order_id from shop.orders union all select o.order_id from shop.orders o "
+            "left join shop.customers c on o.customer_id = c.customer_id",
+            "branch 2 of the UNION ALL is an outer join",
+        ),
+        (
+            "select order_id from shop.orders union all select order_id from shop.orders "
+            "order by 1",
+            "ORDER BY on a UNION ALL",
         ),
         (
             "select order_id, row_number() over (order by order_id) from shop.orders",
@@ -528,8 +551,9 @@ def test_outer_joins_keep_the_preserved_sides_key_and_the_join_equalities() -> N
 @pytest.mark.parametrize(
     ("sql", "construct"),
     [
-        ("select c.region, count(*) n from shop.orders o left join shop.customers c "
-         "on o.customer_id = c.customer_id group by c.region", "aggregate over an OUTER join"),
+        ("select c.region, o.status, count(*) n from shop.orders o left join shop.customers c "
+         "on o.customer_id = c.customer_id group by c.region, o.status",
+         "grouped by columns of both sides"),
         ("select o.order_id, c.region from shop.orders o left join shop.customers c "
          "on o.customer_id > c.customer_id", "no equality"),
         ("select o.order_id, c.region from shop.orders o left join shop.customers c "
@@ -540,3 +564,22 @@ def test_outer_joins_keep_the_preserved_sides_key_and_the_join_equalities() -> N
 def test_outer_joins_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:
     p = plan(sql)
     assert p.shape == "unsupported" and construct in (p.reason or ""), p.reason
+
+
+def test_an_aggregate_over_an_outer_join_groups_by_one_side_and_is_recomputed() -> None:
+    """Grouped by the non-preserved side (a NULL-extended row has a group of its own), or
+    globally; its changes are never summed as signed deltas (the join delta rule does not
+    hold for NULL-extended rows)."""
+    by_dimension = plan(
+        "select c.region, count(*) n, sum(o.amount) s from shop.orders o left join "
+        "shop.customers c on o.customer_id = c.customer_id group by c.region"
+    )
+    assert by_dimension.shape == "aggregate" and by_dimension.outer is not None
+    assert not by_dimension.over_inner_join
+    assert "recompute of the affected groups" in by_dimension.describe()
+    assert "LEFT JOIN" in by_dimension.describe()
+    total = plan(
+        "select count(c.customer_id) matched from shop.orders o full join shop.customers c "
+        "on o.customer_id = c.customer_id"
+    )
+    assert total.shape == "aggregate" and total.outer is not None and not total.groups

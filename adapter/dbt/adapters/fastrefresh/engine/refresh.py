@@ -672,7 +672,7 @@ def _plan_sources(
     sources: dict[TableName, sqlgen.Source],
 ) -> Reason | None:
     """Where each master's changes come from; a reason when they cannot be had."""
-    if plan.inputs and plan.shape is Shape.AGGREGATE:
+    if plan.over_inner_join:
         # The delta rule joins each table's changes with the others as they were.
         unknown = [m.name for m in masters if previous.get(str(m.name)) is None]
         if unknown:
@@ -741,7 +741,7 @@ def _history_gone(
     to the master's earlier snapshot; ``expire_snapshots`` may have removed either.
     """
     needed: dict[TableName, int | None] = {}
-    if plan.inputs and plan.shape is Shape.AGGREGATE:
+    if plan.over_inner_join:
         old = _old_pins(setups, pins, previous)
         changed = [i for i, inp in enumerate(plan.inputs) if setups[inp.master].pending]
         if changed:

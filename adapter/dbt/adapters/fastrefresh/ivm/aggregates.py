@@ -166,11 +166,11 @@ def _aggregate_outputs(
         assert isinstance(body, exp.Expression)
         if body in groups:
             outputs.append(Output(name, render(body), groups.index(body)))
-        elif body.find(exp.AggFunc) is not None:
+        else:  # over aggregates, group expressions and constants (a union branch's label)
             template, calls = _template(body, groups, calls)
+            if body.find(exp.AggFunc) is None and template.find(exp.Column) is not None:
+                raise Refused(f"output {name} is neither a GROUP BY expression nor an aggregate")
             outputs.append(Output(name, render(body), template=template))
-        else:
-            raise Refused(f"output {name} is neither a GROUP BY expression nor an aggregate")
     return outputs
 
 

@@ -15,6 +15,7 @@ query to the planner of its shape:
   outer joins of two.
 - ``window`` (here and ``window.py``): window functions over one master, recomputed by
   partition.
+- ``union_all`` (``union.py``): UNION ALL of branches each planned as above.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from dbt.adapters.fastrefresh.ivm.semi import (
     semi_joins,
     without_semis,
 )
+from dbt.adapters.fastrefresh.ivm.union import plan_union
 from dbt.adapters.fastrefresh.ivm.window import WindowError, has_window, partitions, window_select
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -108,6 +110,12 @@ def _plan(
     master_columns: dict[TableName, list[Column]],
     keys: dict[TableName, list[str]],
 ) -> ViewPlan:
+    if isinstance(tree, exp.Union) and not isinstance(tree, exp.Intersect | exp.Except):
+
+        def branch(branch_sql: str, select: exp.Select) -> ViewPlan:
+            return _plan(branch_sql, select, tables_of(branch_sql), master_columns, keys)
+
+        return plan_union(sql, tree, branch)
     if needs_inlining(tree):
         tree = _inlined(tree, masters, master_columns)
     if isinstance(tree, exp.Select) and has_window(tree):

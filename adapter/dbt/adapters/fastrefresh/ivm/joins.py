@@ -1,5 +1,6 @@
 """Joins: inner joins of keyed masters (``shape = "join"``), aggregates over them, and
-outer joins of two (``shape = "outer_join"``, ``outer.py``). A view row of an inner join is
+outer joins of two (``shape = "outer_join"``, ``outer.py``; an aggregate over one keeps
+``shape = "aggregate"`` with its ``outer``, and its groups are recomputed). A view row of an inner join is
 a function of one row of each joined table, so the tuple of their keys identifies it: each
 table's key is in the view (hidden ``__fr_j<i>_<col>`` columns when the query lacks it). A
 table read twice (a self-join) is two inputs of one master."""
@@ -54,8 +55,6 @@ def analyze_join(
     outer = len(joins) == 1 and is_outer(joins[0])
     qualified = _qualified_join(tree, master_columns, keys, outer=outer)
     aggregate = is_aggregate(tree)
-    if outer and aggregate:
-        raise Refused("the query uses an aggregate over an OUTER join")
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
     check_output_names(names, " (alias them, e.g. b.id AS b_id)")
@@ -69,14 +68,17 @@ def analyze_join(
         "inputs": tuple(inputs),
         "expressions": tuple(render(s.unalias()) for s in selects),
     }  # fmt: skip
-    if aggregate:
-        return plan_aggregate(qualified, base)
     if outer:
         try:
             spec = outer_join(qualified.args["joins"][0], (inputs[0].alias, inputs[1].alias))
         except OuterJoinError as exc:
             raise Refused(f"the query uses {exc}") from exc
         base["outer"] = spec
+    if aggregate:
+        plan = plan_aggregate(qualified, base)
+        if outer:
+            grouping_side(plan)
+        return plan
     return ViewPlan(
         shape=Shape.OUTER_JOIN if outer else Shape.JOIN,
         outputs=tuple(Output(n, render(s.unalias())) for n, s in zip(names, selects, strict=True)),
@@ -157,3 +159,18 @@ def _join_inputs(
         )
         inputs.append(JoinInput(alias, master, tuple(keys[master]), tuple(key_view), tuple(read)))
     return inputs, hidden, nodes
+
+
+def grouping_side(plan: ViewPlan) -> int | None:
+    """The input whose columns an aggregate over an outer join groups by (None: a global
+    aggregate); refused when its groups read both sides, for then no one side's changes
+    say which groups they reach."""
+    aliases = {i.alias.lower(): n for n, i in enumerate(plan.inputs)}
+    sides = {aliases[c.table.lower()] for g in plan.group_nodes for c in g.find_all(exp.Column)}
+    if len(sides) > 1:
+        raise Refused(
+            "the query aggregates over an OUTER join grouped by columns of both sides; group "
+            "by columns of one side (the other side's through a join of its own, or in a "
+            "view over this one)"
+        )
+    return next(iter(sides), None)

@@ -45,6 +45,7 @@ class Shape(Word):
 
     PROJECTION = "projection"  # a filter and projection of one master
     WINDOW = "window"  # window functions over one master, recomputed by partition
+    UNION_ALL = "union_all"  # UNION ALL of branches that each refresh fast (``union.py``)
     OUTER_JOIN = "outer_join"  # a LEFT/RIGHT/FULL join of two keyed masters
     AGGREGATE = "aggregate"  # GROUP BY, DISTINCT or a global aggregate (of one master or a join)
     JOIN = "join"  # an inner join of keyed masters
@@ -89,6 +90,35 @@ class JoinInput:
 
 
 @dataclass(frozen=True)
+class Dim:
+    """What of a UNION ALL branch's rows a change of ``master`` reaches: the rows whose
+    ``holders`` (view columns) equal ``nodes`` (expressions over the branch's table
+    ``alias``) evaluated over a changed row, old or new; with no nodes, every row."""
+
+    master: TableName
+    alias: str
+    holders: tuple[str, ...]
+    nodes: tuple[exp.Expression, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class UnionBranch:
+    """One branch of a UNION ALL: its own plan, its view columns' names in the union, and
+    the dimensions its rows are reached by.
+
+    ``outputs``: the branch's user columns, in the union's order; ``carried``: (branch
+    column, union column) of each hidden column the union keeps for the branch (what
+    identifies its rows and it does not show).
+    """
+
+    index: int
+    plan: ViewPlan
+    outputs: tuple[str, ...]
+    carried: tuple[tuple[str, str], ...]
+    dims: tuple[Dim, ...]
+
+
+@dataclass(frozen=True)
 class ViewPlan:
     """What the planner knows about a view: its shape, its master, its hidden columns."""
 
@@ -116,6 +146,7 @@ class ViewPlan:
     semis: tuple[SemiJoin, ...] = ()  # a projection's [NOT] EXISTS / IN (SELECT) filters
     outer: OuterJoin | None = None  # outer_join: its side and join equalities
     having: bool = False  # an aggregate's HAVING, kept as the hidden output HAVING_COLUMN
+    branches: tuple[UnionBranch, ...] = ()  # union_all: its branches, in query order
     # window: the expressions every window partitions by (over ``alias``), and the view
     # column holding each
     partitions: tuple[str, ...] = ()
@@ -144,6 +175,17 @@ class ViewPlan:
     def columns_read_of(self, master: TableName) -> tuple[str, ...]:
         """The columns of ``master`` the query reads (over all its inputs, for a join;
         as the outer table and in subquery filters, for a semi-join)."""
+        if self.branches:
+            return tuple(
+                sorted(
+                    {
+                        c
+                        for b in self.branches
+                        if master in b.plan.masters
+                        for c in b.plan.columns_read_of(master)
+                    }
+                )
+            )
         if self.semis:
             read = set(self.columns_read) if master == self.masters[0] else set()
             read |= {c for s in self.semis if s.master == master for c in s.columns_read}
@@ -161,6 +203,13 @@ class ViewPlan:
         return all(a.kind in ALGEBRAIC for a in self.aggregates)
 
     @property
+    def over_inner_join(self) -> bool:
+        """An aggregate over an inner join: its delta joins each table's changes with the
+        others as they were (the old pins), unlike an aggregate over an outer join, whose
+        groups are recomputed."""
+        return self.shape is Shape.AGGREGATE and bool(self.inputs) and self.outer is None
+
+    @property
     def global_aggregate(self) -> bool:
         return self.shape is Shape.AGGREGATE and not self.groups
 
@@ -176,6 +225,12 @@ class ViewPlan:
     def describe(self) -> str:
         if not self.supported:
             return f"not fast-refreshable: {self.reason}"
+        if self.shape is Shape.UNION_ALL:
+            parts = "; ".join(f"branch {b.index + 1}: {b.plan.describe()}" for b in self.branches)
+            return (
+                f"UNION ALL of {len(self.branches)} branches, each row marked by its branch "
+                f"(the rows of each branch the changes reach are recomputed): {parts}"
+            )
         if self.shape is Shape.OUTER_JOIN:
             assert self.outer is not None
             tables = f" {self.outer.side} JOIN ".join(f"{i.master} {i.alias}" for i in self.inputs)
@@ -200,10 +255,12 @@ class ViewPlan:
             semis = "".join(f"; {s.describe()}" for s in self.semis)
             return f"projection/filter of {self.masters[0]} ({how}{semis})"
         kinds = sorted({a.kind for a in self.aggregates}) or ["distinct"]
-        method = "signed deltas" if self.algebraic else "recompute of the affected groups"
+        signed = self.algebraic and self.outer is None
+        method = "signed deltas" if signed else "recompute of the affected groups"
         groups = f"{len(self.groups)} group expression(s)" if self.groups else "no GROUP BY"
+        joined = f" {self.outer.side} JOIN " if self.outer is not None else ", "
         of = (
-            "a join of " + ", ".join(f"{i.master} {i.alias}" for i in self.inputs)
+            "a join of " + joined.join(f"{i.master} {i.alias}" for i in self.inputs)
             if self.inputs
             else str(self.masters[0])
         )

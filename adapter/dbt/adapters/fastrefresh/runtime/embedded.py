@@ -15,9 +15,11 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from dbt.adapters.fastrefresh.runtime.executor import EXCLUDED_RULES, with_safe_rules
 from dbt.adapters.fastrefresh.runtime.jars import ensure_iceberg_jars
 
 DEFAULT_STATE_DIR = ".fastrefresh"
+
 LOG4J_CONFIG = Path(__file__).resolve().parents[3] / "include" / "fastrefresh" / "log4j2.properties"
 MIN_JAVA, MAX_JAVA = 8, 17  # the Java releases Spark 3.5 supports
 
@@ -65,6 +67,8 @@ def embedded_defaults(state_dir: Path) -> dict[str, str]:
         # compiled its statements again (0.2-0.4 s each). Identical code is reused.
         "spark.sql.codegen.cache.maxEntries": "2000",
         "spark.sql.session.timeZone": "UTC",
+        # A rule that drops reads of one table at another snapshot (runtime/executor.py).
+        EXCLUDED_RULES: with_safe_rules(None),
     }
 
 

@@ -7,6 +7,7 @@ on a SparkSession.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -14,6 +15,31 @@ from typing import Any, Protocol
 from dbt.adapters.events.logging import AdapterLogger
 
 logger = AdapterLogger("fastrefresh")
+
+
+# Spark 3.5's optimizer rule RemoveNoopUnion drops a child of a UNION under a DISTINCT when
+# it "has the same result" as another; Iceberg's Spark table compares by name, not snapshot,
+# so reads of one table at two snapshots (a delta's old and new images of a master) look
+# alike, and one was silently dropped: rows went missing from MERGE sources (found by the
+# consistency oracle on a FULL join). Every session dbt-fastrefresh runs statements on
+# excludes it; the rule only saves work on unions of truly identical children.
+UNSAFE_RULES = ("org.apache.spark.sql.catalyst.optimizer.RemoveNoopUnion",)
+EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+
+
+def with_safe_rules(excluded: str | None) -> str:
+    """``excluded`` (the session's excluded optimizer rules) with ``UNSAFE_RULES`` added."""
+    rules = [r.strip() for r in (excluded or "").split(",") if r.strip()]
+    rules = [r for r in rules if r != "<undefined>"]
+    return ",".join(rules + [r for r in UNSAFE_RULES if r not in rules])
+
+
+def exclude_unsafe_rules(spark: Any) -> None:
+    """Exclude ``UNSAFE_RULES`` from ``spark``'s optimizer (a session setting, ~1 ms)."""
+    current = spark.conf.get(EXCLUDED_RULES, None)
+    wanted = with_safe_rules(current)
+    if wanted != current:
+        spark.conf.set(EXCLUDED_RULES, wanted)
 
 
 class Executor(Protocol):
@@ -28,7 +54,32 @@ class AdapterExecutor:
     def __init__(self, adapter: Any) -> None:
         self.adapter = adapter
 
+    def _safe_session(self) -> None:
+        """Exclude ``UNSAFE_RULES`` once per connection: through the SparkSession of this
+        process (method: session), else with two SET statements."""
+        connection = self.adapter.connections.get_thread_connection()
+        handle = connection.handle
+        if getattr(handle, "_fastrefresh_safe_rules", False):
+            return
+        spark = _session_of(connection)
+        if spark is not None:
+            exclude_unsafe_rules(spark)
+        else:
+            _, cursor = self.adapter.connections.add_query(
+                f"SET {EXCLUDED_RULES}", auto_begin=False
+            )
+            rows = cursor.fetchall() or []
+            current = str(rows[0][1]) if rows and len(rows[0]) > 1 else None
+            wanted = with_safe_rules(current)
+            if wanted != current:
+                self.adapter.connections.add_query(
+                    f"SET {EXCLUDED_RULES}={wanted}", auto_begin=False
+                )
+        with contextlib.suppress(AttributeError):  # a handle without attributes: each time
+            handle._fastrefresh_safe_rules = True
+
     def _run(self, sql: str, fetch: bool) -> list[tuple[Any, ...]]:
+        self._safe_session()
         started = time.monotonic()
         _, cursor = self.adapter.connections.add_query(sql, auto_begin=False)
         rows: Sequence[Any] = cursor.fetchall() if fetch else []
@@ -48,6 +99,7 @@ class SparkExecutor:
     def __init__(self, spark: Any) -> None:
         self.spark = spark
         self.statements: list[str] = []
+        exclude_unsafe_rules(spark)
 
     def execute(self, sql: str) -> None:
         self.statements.append(sql)
@@ -56,3 +108,13 @@ class SparkExecutor:
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         self.statements.append(sql)
         return [tuple(row) for row in self.spark.sql(sql).collect()]
+
+
+def _session_of(connection: Any) -> Any:
+    """The SparkSession of this process a dbt connection runs on (method: session), or
+    None (thrift, http, odbc: the session is on a server)."""
+    if str(getattr(connection.credentials, "method", "")) != "session":
+        return None
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()

@@ -10,8 +10,8 @@ master by time travel for the changed keys (old: the snapshot the view reflected
 the pinned one). Every delta is applied with one MERGE, so it is atomic.
 
 One module per concern: ``images`` (where changed rows come from), ``complete`` (the
-complete refresh's SELECT), ``projection``, ``aggregate``, ``join``, ``outer``, ``semi`` and
-``window`` (each shape's delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
+complete refresh's SELECT), ``projection``, ``aggregate``, ``join``, ``outer``, ``semi``,
+``window`` and ``union`` (each shape's delta), ``render`` (a MERGE or its overwrite form). ``delta_statement`` here is the one
 dispatcher from a view's plan to its delta statement, for refresh and explain alike.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dbt.adapters.fastrefresh.ivm.analysis import Shape, ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, outer, projection, semi, window
+from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, outer, projection, semi, union, window
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, MasterSource, Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.join import join_merge
@@ -60,11 +60,15 @@ def delta_statement(
         old_pins: the master snapshots the view reflected before (an aggregate over a
             join joins each table's changes with the tables after it as they were).
     """
+    if plan.shape is Shape.UNION_ALL:
+        return union.union_recompute(plan, target, sources, pins=pins)
     if plan.shape is Shape.JOIN:
         logs = {m: s for m, s in sources.items() if isinstance(s, LogSource)}
         return join_merge(plan, target, logs, pins=pins)
     if plan.shape is Shape.OUTER_JOIN:
         return outer.outer_recompute(plan, target, sources, pins=pins)
+    if plan.outer is not None:  # an aggregate over an outer join: its groups recomputed
+        return outer.outer_aggregate(plan, target, sources, pins=pins)
     if plan.inputs:  # an aggregate over a join: every master's changes in one statement
         return aggregate.over_join(plan, target, sources, pins=pins, old_pins=old_pins)
     if plan.semis:  # a keyed projection filtered by [NOT] EXISTS / IN (SELECT ...)
@@ -87,11 +91,23 @@ def notes(plan: ViewPlan) -> list[str]:
             "a join reads the changed keys from its logs and joins their rows from the "
             "masters at the pinned snapshots"
         ]
+    if plan.outer is not None:
+        return [
+            "the groups the changes reach (the grouping side's changed rows' groups, old and "
+            "new, those of its rows joined to the other side's changed rows, and a "
+            "NULL-extended row's) are recomputed from the pinned tables and merged"
+        ]
     if plan.shape is Shape.OUTER_JOIN:
         return [
             "the keys of the preserved side the changes reach (its own changed keys, and "
             "the keys of its rows whose join values equal a changed row's of the other side, "
             "old or new) have their rows recomputed from the pinned tables and merged"
+        ]
+    if plan.shape is Shape.UNION_ALL:
+        return [
+            "each branch's rows the changes reach (by its table's key, its groups, its "
+            "partitions, each joined table's key, or the whole row of a key-less table) are "
+            "deleted and recomputed from the pinned masters, every branch in one MERGE"
         ]
     if plan.shape is Shape.WINDOW:
         return [

@@ -9,7 +9,10 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import q
+from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN
+from dbt.adapters.fastrefresh.ivm.plan import UnionBranch
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import null, q
+from dbt.adapters.fastrefresh.ivm.union import UNION_COLUMN
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 
@@ -43,6 +46,8 @@ def complete_select(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> str
         except sqlglot.errors.SqlglotError:
             return plan.sql
         return pin_tables(tree, pins).sql(dialect=DIALECT)
+    if plan.shape is Shape.UNION_ALL:
+        return " UNION ALL ".join(branch_select(plan, b, pins) for b in plan.branches)
     if plan.shape is Shape.PROJECTION and not plan.keyed:
         names = ", ".join(q(o.name) for o in plan.outputs)
         return (
@@ -63,3 +68,26 @@ def complete_tree(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> exp.S
     if extra:
         tree = tree.select(*extra, copy=False)
     return tree
+
+
+def branch_select(
+    plan: ViewPlan,
+    branch: UnionBranch,
+    pins: Mapping[TableName, int | None],
+    types: Mapping[str, str] | None = None,
+) -> str:
+    """The branch's rows over the pinned masters, as the union's columns: its outputs, its
+    marker, the hidden columns it carries and NULL for the other branches' (typed by
+    ``types``, the view's, when given)."""
+    inner = complete_tree(branch.plan, pins).sql(dialect=DIALECT)
+    names = [o.name for o in plan.outputs]
+    carried = {union: mine for mine, union in branch.carried}
+    values = [f"n.{q(mine)} AS {q(name)}" for mine, name in zip(branch.outputs, names, strict=True)]
+    values.append(f"{branch.index} AS {q(UNION_COLUMN)}")
+    for name, _ in plan.hidden[1:]:
+        if name in carried:
+            values.append(f"n.{q(carried[name])} AS {q(name)}")
+        else:
+            values.append(f"{null(name, types) if types else 'NULL'} AS {q(name)}")
+    where = f" WHERE n.{q(HAVING_COLUMN)}" if branch.plan.having else ""
+    return f"SELECT {', '.join(values)} FROM ({inner}) n{where}"

@@ -8,6 +8,13 @@ the preserved table restricted to them, and merges them by that key: the old row
 key deleted, the new ones inserted. A FULL join's rows belong to either side's key: the
 view's rows holding a reached key on either side are deleted (found in the view) and the
 join's rows holding one are inserted.
+
+An aggregate over an outer join groups by the columns of one side, the grouping side
+(``joins.grouping_side``), and its groups are recomputed: those of the grouping side's
+changed rows (old and new images), those of its rows (as pinned) whose join values equal
+a changed row's of the other side, and, when its columns can be NULL-extended (the other
+side is preserved), the group of a NULL-extended row. The view's rows of those groups are
+deleted and the query's rows for them, computed from the pinned tables, inserted.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
+from dbt.adapters.fastrefresh.ivm.joins import grouping_side
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
@@ -48,37 +56,25 @@ def _reached(
         ctes += image_ctes(plan, sources[mine.master], mine.columns_read, name)
         parts.append(f"SELECT {keys} FROM {name}")
     if other.master in sources:
-        name = f"__fr_oth{owner}"
-        ctes += image_ctes(plan, sources[other.master], other.columns_read, name)
-        pairs = [(p[owner], p[1 - owner]) for p in plan.outer.pairs]
-        listed = ", ".join(
-            f"{_over(theirs, name).sql(dialect=DIALECT)} AS __fr_c{j}"
-            for j, (_, theirs) in enumerate(pairs)
-        )
-        ctes.append(f"{name}_v AS (SELECT DISTINCT {listed} FROM {name})")
-        table = exp.table_(mine.master.table, db=mine.master.schema, quoted=True, alias="__fr_p")
-        pin(table, pins.get(mine.master))
-        on = " AND ".join(
-            f"{_over(ours, '__fr_p').sql(dialect=DIALECT)} = v.__fr_c{j}"
-            for j, (ours, _) in enumerate(pairs)
-        )
-        parts.append(
-            f"SELECT {', '.join('__fr_p.' + q(k) for k in mine.key_columns)} "
-            f"FROM {table.sql(dialect=DIALECT)} LEFT SEMI JOIN {name}_v v ON {on}"
-        )
+        more, values = _join_values(plan, owner, sources[other.master], f"__fr_oth{owner}")
+        ctes += more
+        held = ", ".join(f"__fr_p.{q(k)}" for k in mine.key_columns)
+        parts.append(_matching(plan, owner, values, held, pins))
     if not parts:
         return [], None
     ctes.append(f"__fr_reached{owner} AS ({' UNION '.join(parts)})")
     return ctes, f"__fr_reached{owner}"
 
 
-def _holds(alias: str, held: JoinInput, reached: str) -> str:
-    """A row of ``alias`` holds a reached key of ``held``."""
+def _holding(select: str, alias: str, held: JoinInput, reached: str) -> str:
+    """``select`` (of ``alias``) restricted to the rows holding a reached key of ``held``:
+    a semi join (a disjunction of EXISTS subqueries here lost rows whose first key is
+    NULL, as a FULL join's NULL-extended rows are, in Spark 3.5's MERGE)."""
     on = " AND ".join(
         f"{alias}.{q(view)} <=> r.{q(key)}"
         for key, view in zip(held.key_columns, held.key_view_columns, strict=True)
     )
-    return f"EXISTS (SELECT 1 FROM {reached} r WHERE {on})"
+    return f"{select} LEFT SEMI JOIN {reached} r ON {on}"
 
 
 def outer_recompute(
@@ -103,16 +99,12 @@ def outer_recompute(
     return _by_either_key(plan, target, ctes, reached, pins=pins)
 
 
-def _by_one_key(
-    plan: ViewPlan,
-    target: Target,
-    ctes: list[str],
-    owner: int,
-    reached: str,
-    *,
-    pins: Mapping[TableName, int | None],
-) -> str:
-    """LEFT/RIGHT: the preserved table restricted to the reached keys, merged by its key."""
+def _restricted_tree(
+    plan: ViewPlan, owner: int, reached: str, pins: Mapping[TableName, int | None]
+) -> exp.Select:
+    """The query with the ``owner`` input's table restricted to the reached keys (a semi
+    join on its scan) and, for a FULL join, the join made that side's LEFT/RIGHT join:
+    the rows holding one of those keys."""
     mine = plan.inputs[owner]
     table = exp.table_(mine.master.table, db=mine.master.schema, quoted=True, alias="__fr_m")
     pin(table, pins.get(mine.master))
@@ -131,6 +123,24 @@ def _by_one_key(
     )
     tree = complete_tree(plan, pins)
     read_from(tree, mine.alias, rows)
+    join = tree.args["joins"][0]
+    join.set("side", "LEFT" if owner == 0 else "RIGHT")
+    join.set("kind", None)
+    return tree
+
+
+def _by_one_key(
+    plan: ViewPlan,
+    target: Target,
+    ctes: list[str],
+    owner: int,
+    reached: str,
+    *,
+    pins: Mapping[TableName, int | None],
+) -> str:
+    """LEFT/RIGHT: the preserved table restricted to the reached keys, merged by its key."""
+    mine = plan.inputs[owner]
+    tree = _restricted_tree(plan, owner, reached, pins)
     cols = list(plan.view_columns)
     holders = dict(zip(mine.key_view_columns, mine.key_columns, strict=True))
     gone = ", ".join(
@@ -157,23 +167,29 @@ def _by_either_key(
     the view), the join's rows holding one inserted; matched by both sides' keys."""
     cols = list(plan.view_columns)
     keyed = list(dict.fromkeys(c for i in plan.inputs for c in i.key_view_columns))
-    holds_n = " OR ".join(_holds("n", plan.inputs[i], r) for i, r in reached.items())
-    holds_t = " OR ".join(_holds("t", plan.inputs[i], r) for i, r in reached.items())
-    gone = ", ".join(
-        f"t.{q(c)}" if c in keyed else f"{null(c, target.types)} AS {q(c)}" for c in cols
+    # A row of a FULL join is unique by both sides' keys, so UNION (distinct) of the rows
+    # each side's reached keys hold loses none. Those rows are computed with the side's
+    # table restricted to its reached keys (its LEFT/RIGHT join with the other): a filter
+    # on the FULL join's output lost NULL-extended rows in Spark 3.5's writes.
+    new = " UNION ".join(
+        _restricted_tree(plan, i, r, pins).sql(dialect=DIALECT) for i, r in reached.items()
     )
-    new = complete_tree(plan, pins).sql(dialect=DIALECT)
+    kept = ", ".join(f"t.{q(c)}" for c in keyed)
+    old = " UNION ".join(
+        _holding(f"SELECT {kept} FROM {target.view.sql} t", "t", plan.inputs[i], r)
+        for i, r in reached.items()
+    )
+    gone = ", ".join(f"d.{q(c)}" if c in keyed else f"{null(c, target.types)}" for c in cols)
     source = (
         f"WITH {', '.join(ctes)} SELECT {', '.join('n.' + q(c) for c in cols)}, 'I' AS __fr_op "
-        f"FROM ({new}) n WHERE {holds_n} "
-        f"UNION ALL SELECT {gone}, 'D' AS __fr_op FROM {target.view.sql} t WHERE {holds_t}"
+        f"FROM ({new}) n UNION ALL SELECT {gone}, 'D' AS __fr_op FROM ({old}) d"
     )
     return _merge(plan, target, source, keyed)
 
 
 def _merge(plan: ViewPlan, target: Target, source: str, match: list[str]) -> str:
     """Delete the view's rows a 'D' row matches on ``match``; insert the 'I' rows."""
-    on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in match)
+    on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in match) or "TRUE"
     cols = list(plan.view_columns)
     return (
         f"MERGE INTO {target.view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
@@ -181,3 +197,112 @@ def _merge(plan: ViewPlan, target: Target, source: str, match: list[str]) -> str
         f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
         f"{insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
     )
+
+
+def outer_aggregate(
+    plan: ViewPlan,
+    target: Target,
+    sources: Mapping[TableName, Source],
+    *,
+    pins: Mapping[TableName, int | None],
+) -> str:
+    """The MERGE that recomputes the groups of an aggregate over an outer join the
+    changes reach (every group, for a global aggregate)."""
+    assert plan.outer is not None
+    side = grouping_side(plan)
+    cols = list(plan.view_columns)
+    tree = complete_tree(plan, pins)
+    if side is None:
+        reached, match = None, []
+        ctes: list[str] = []
+    else:
+        ctes, reached = _reached_groups(plan, side, sources, pins)
+        match = list(plan.group_columns)
+    new = f"SELECT n.* FROM ({tree.sql(dialect=DIALECT)}) n"
+    gone = [null(c, target.types) for c in cols]
+    if reached is not None:
+        on = " AND ".join(f"n.{q(c)} <=> r.__fr_v{k}" for k, c in enumerate(match))
+        new += f" LEFT SEMI JOIN {reached} r ON {on}"
+        for k, c in enumerate(match):
+            gone[cols.index(c)] = f"__fr_v{k}"
+        gone_rows = f"FROM {reached}"
+    else:  # a global aggregate: its one row
+        gone_rows = ""
+    values = ", ".join(f"{v} AS {q(c)}" for v, c in zip(gone, cols, strict=True))
+    source = (
+        f"{'WITH ' + ', '.join(ctes) + ' ' if ctes else ''}"
+        f"SELECT {', '.join(q(c) for c in cols)}, 'I' AS __fr_op FROM ({new}) "
+        f"UNION ALL SELECT {values}, 'D' AS __fr_op {gone_rows}"
+    )
+    return _merge(plan, target, source, match)
+
+
+def _reached_groups(
+    plan: ViewPlan,
+    side: int,
+    sources: Mapping[TableName, Source],
+    pins: Mapping[TableName, int | None],
+) -> tuple[list[str], str]:
+    """(CTEs, the last one's name) of the group values the changes reach, as
+    ``__fr_v<k>`` columns (``outer_aggregate``)."""
+    assert plan.outer is not None
+    mine, other = plan.inputs[side], plan.inputs[1 - side]
+    ctes: list[str] = []
+    parts: list[str] = []
+
+    def groups(alias: str) -> str:
+        return ", ".join(
+            f"{_over(g, alias).sql(dialect=DIALECT)} AS __fr_v{k}"
+            for k, g in enumerate(plan.group_nodes)
+        )
+
+    if mine.master in sources:
+        ctes += image_ctes(plan, sources[mine.master], mine.columns_read, "__fr_gown", net=False)
+        parts.append(f"SELECT {groups('__fr_gown')} FROM __fr_gown")
+    if other.master in sources:
+        more, values = _join_values(plan, side, sources[other.master], "__fr_goth")
+        ctes += more
+        parts.append(_matching(plan, side, values, groups("__fr_p"), pins))
+    if 1 - side in plan.outer.preserved:  # the group of a NULL-extended row
+        nulls = ", ".join(
+            f"{_nulled(g).sql(dialect=DIALECT)} AS __fr_v{k}"
+            for k, g in enumerate(plan.group_nodes)
+        )
+        parts.append(f"SELECT {nulls}")
+    ctes.append(f"__fr_groups AS (SELECT DISTINCT * FROM ({' UNION ALL '.join(parts)}))")
+    return ctes, "__fr_groups"
+
+
+def _join_values(plan: ViewPlan, owner: int, source: Source, name: str) -> tuple[list[str], str]:
+    """(CTEs, the last one's name) of the join values of the other side's changed rows,
+    old and new images, as ``__fr_c<j>`` (the ``j``-th equality's)."""
+    assert plan.outer is not None
+    other = plan.inputs[1 - owner]
+    ctes = image_ctes(plan, source, other.columns_read, name)
+    listed = ", ".join(
+        f"{_over(p[1 - owner], name).sql(dialect=DIALECT)} AS __fr_c{j}"
+        for j, p in enumerate(plan.outer.pairs)
+    )
+    ctes.append(f"{name}_v AS (SELECT DISTINCT {listed} FROM {name})")
+    return ctes, f"{name}_v"
+
+
+def _nulled(node: exp.Expression) -> exp.Expression:
+    """``node`` with its columns NULL: its value on a NULL-extended row."""
+    return node.copy().transform(lambda n: exp.Null() if isinstance(n, exp.Column) else n)
+
+
+def _matching(
+    plan: ViewPlan, owner: int, values: str, select: str, pins: Mapping[TableName, int | None]
+) -> str:
+    """``select`` over the ``owner`` input's rows (alias ``__fr_p``, as pinned) whose join
+    values are among ``values``'s (``_join_values``)."""
+    assert plan.outer is not None
+    mine = plan.inputs[owner]
+    table = exp.table_(mine.master.table, db=mine.master.schema, quoted=True, alias="__fr_p")
+    pin(table, pins.get(mine.master))
+    on = " AND ".join(
+        f"{_over(p[owner], '__fr_p').sql(dialect=DIALECT)} = v.__fr_c{j}"
+        for j, p in enumerate(plan.outer.pairs)
+    )
+    return f"SELECT {select} FROM {table.sql(dialect=DIALECT)} LEFT SEMI JOIN {values} v ON {on}"
