@@ -8,18 +8,33 @@ user puts in ``server_side_parameters`` wins.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks, no check
+    fcntl = None  # type: ignore[assignment]
 
 from dbt.adapters.fastrefresh.runtime.executor import EXCLUDED_RULES, with_safe_rules
 from dbt.adapters.fastrefresh.runtime.jars import ensure_iceberg_jars
 
 DEFAULT_STATE_DIR = ".fastrefresh"
-
+# The state folder is one process's at a time (its Derby metastore admits one JVM): the
+# holder keeps an exclusive lock on this file, which the OS drops when it exits however
+# it ends, and writes who it is into it for the next one's message.
+LOCK_FILE = "in-use.lock"
+WAIT_ENV = "FASTREFRESH_STATE_WAIT"  # seconds a second process waits for the folder
+_held: dict[Path, IO[str]] = {}
 LOG4J_CONFIG = Path(__file__).resolve().parents[3] / "include" / "fastrefresh" / "log4j2.properties"
 MIN_JAVA, MAX_JAVA = 8, 17  # the Java releases Spark 3.5 supports
 
@@ -119,10 +134,69 @@ def check_java() -> None:
         )
 
 
+def hold_state_dir(state_dir: Path, wait: float | None = None) -> None:
+    """Take the state folder for this process, or fail naming the process that has it.
+
+    ``wait``: seconds to wait for it (default: ``$FASTREFRESH_STATE_WAIT``, else 0). A
+    second process on the folder would die in Derby with a stack trace ("Unable to
+    instantiate SessionHiveMetaStoreClient"), or worse race this one's commits.
+    """
+    if fcntl is None or state_dir in _held:
+        return
+    if wait is None:
+        try:
+            wait = float(os.environ.get(WAIT_ENV) or 0)
+        except ValueError as exc:
+            raise EmbeddedSparkError(
+                f"{WAIT_ENV}={os.environ[WAIT_ENV]!r} is not a number of seconds. Fix: set it "
+                "to the seconds to wait for another process's run (for example 600), or unset it."
+            ) from exc
+    handle = (state_dir / LOCK_FILE).open("a+", encoding="utf-8")
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = _holder(handle)
+                handle.close()
+                raise EmbeddedSparkError(
+                    f"The state folder {state_dir} is in use by another process ({holder}); "
+                    "the embedded Spark's Derby metastore admits one process at a time"
+                    + (f", and it did not become free within {wait:g} s" if wait else "")
+                    + f". Fix: let that run finish and start this one again, or set {WAIT_ENV} "
+                    "to the seconds to wait for it (for example 600), or give this project "
+                    "its own state_dir in the profile; for several processes at once, use a "
+                    "shared catalog (README: 'Running on a cluster')."
+                ) from None
+            time.sleep(0.2)
+    handle.seek(0)
+    handle.truncate()
+    since = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv), "since": since}))
+    handle.flush()
+    _held[state_dir] = handle
+
+
+def _holder(handle: IO[str]) -> str:
+    """Who holds the state folder, as its lock file says."""
+    handle.seek(0)
+    try:
+        who = json.loads(handle.read() or "{}")
+    except ValueError:
+        who = {}
+    if not who:
+        return "process unknown"
+    return f"process {who.get('pid')}, `{who.get('command', '?')}`, since {who.get('since', '?')}"
+
+
 def prepare_embedded(parameters: Mapping[str, str], state_dir: Path) -> dict[str, str]:
-    """Check Java, build the jars, create the state folder; return the final settings."""
+    """Check Java, build the jars, create the state folder and take it for this process;
+    return the final settings."""
     check_java()
     state_dir.mkdir(parents=True, exist_ok=True)
+    hold_state_dir(state_dir)
     jars = ensure_iceberg_jars()
     return with_jars(parameters, jars.spark_jars())
 
