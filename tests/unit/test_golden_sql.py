@@ -174,6 +174,15 @@ VIEWS = {
         "SELECT a.k, a.g, b.k AS bk, b.x AS bx FROM {s}.m1 a FULL OUTER JOIN {s}.m3 b ON a.g = b.g",
         (M1, M3),
     ),
+    "join_keyless_aggregate": (
+        "SELECT a.g, count(*) AS n, sum(b.x) AS sx FROM {s}.m2 a JOIN {s}.m1 b ON a.g = b.g "
+        "GROUP BY a.g",
+        (M1, M2),
+    ),
+    "join_keyless_bag": (
+        "SELECT a.g, a.x, b.k FROM {s}.m2 a JOIN {s}.m1 b ON a.g = b.g WHERE b.x IS NOT NULL",
+        (M1, M2),
+    ),
     "outer_aggregate_dimension": (
         "SELECT b.g, count(*) AS n, sum(a.x) AS sx, count(b.k) AS nb FROM {s}.m1 a "
         "LEFT JOIN {s}.m3 b ON a.k = b.k GROUP BY b.g",

@@ -254,9 +254,9 @@ def test_aggregate_over_a_join_is_planned_like_an_aggregate_with_its_inputs() ->
     assert "aggregate of a join of shop.orders o, shop.customers c" in p.describe()
 
 
-def test_join_needs_a_keyed_log_on_every_table() -> None:
+def test_an_outer_join_needs_a_keyed_log_on_both_tables() -> None:
     p = plan(
-        "select o.order_id, c.region from shop.orders o join shop.customers c "
+        "select o.order_id, c.region from shop.orders o left join shop.customers c "
         "on o.customer_id = c.customer_id",
         keys={M: ["order_id"]},
     )
@@ -583,3 +583,30 @@ def test_an_aggregate_over_an_outer_join_groups_by_one_side_and_is_recomputed() 
         "on o.customer_id = c.customer_id"
     )
     assert total.shape == "aggregate" and total.outer is not None and not total.groups
+
+
+def test_a_join_of_a_key_less_table_is_a_bag_of_counted_rows() -> None:
+    """An aggregate over it sums each table's signed changes joined with the others; a join
+    projection keeps each distinct row with its count (``__fr_repeat``), which the view
+    repeats: neither needs a key."""
+    keyless = {M: ["order_id"]}
+    joined = "from shop.orders o join shop.customers c on o.customer_id = c.customer_id"
+    counted = plan(
+        f"select c.region, count(*) n, sum(o.amount) s {joined} group by c.region", keyless
+    )
+    assert counted.shape == "aggregate" and counted.over_inner_join
+    assert [i.key_columns for i in counted.inputs] == [("order_id",), ()]
+    assert plan(f"select distinct c.region, o.status {joined}", keyless).shape == "aggregate"
+    bag = plan(f"select o.order_id, c.region {joined}", keyless)
+    assert (
+        bag.shape == "aggregate"
+        and bag.over_inner_join
+        and bag.user_columns
+        == (
+            "order_id",
+            "region",
+        )
+    )
+    assert [o.name for o in bag.outputs][-1] == "__fr_repeat"
+    assert bag.groups == ("o.order_id", "c.region")
+    assert "the view repeats it" in bag.describe()

@@ -38,15 +38,17 @@ def view_statement(
     docs: ViewDocs,
     *,
     where: str | None = None,
+    repeat: str | None = None,
 ) -> tuple[str, str]:
     """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint;
     ``where``: the boolean column of ``storage`` that says which rows the view shows (an
-    aggregate's HAVING)."""
+    aggregate's HAVING); ``repeat``: the count column by which it repeats each row (a join
+    of key-less tables, ``ivm.joins._as_bag``)."""
     shown = user_columns(columns)
     fingerprint = hashlib.sha256(
         json.dumps(
             [str(storage), [(c.name, c.type) for c in shown], docs.relation,
-             dict(docs.columns), where],
+             dict(docs.columns), where] + ([repeat] if repeat else []),
             sort_keys=True,
         ).encode()
     ).hexdigest()[:16]  # fmt: skip
@@ -64,9 +66,17 @@ def view_statement(
     statement = (
         f"CREATE OR REPLACE VIEW {view.sql} ({listed}){comment} "
         f"TBLPROPERTIES ({properties({VIEW_FINGERPRINT: fingerprint})}) "
-        f"AS SELECT {select} FROM {storage.sql}" + (f" WHERE {ident(where)}" if where else "")
+        f"AS SELECT {select} FROM {storage.sql}{repeated(repeat)}"
+        + (f" WHERE {ident(where)}" if where else "")
     )
     return statement, fingerprint
+
+
+def repeated(repeat: str | None) -> str:
+    """The LATERAL VIEW that repeats each row by its ``repeat`` column (none: nothing)."""
+    if not repeat:
+        return ""
+    return f" LATERAL VIEW explode(array_repeat(0, CAST({ident(repeat)} AS INT))) __fr_x AS __fr_n"
 
 
 def ensure_view(
@@ -77,9 +87,12 @@ def ensure_view(
     docs: ViewDocs,
     *,
     where: str | None = None,
+    repeat: str | None = None,
 ) -> bool:
     """Create or replace ``view`` unless it already is what it should be; whether it did."""
-    statement, fingerprint = view_statement(view, storage, columns, docs, where=where)
+    statement, fingerprint = view_statement(
+        view, storage, columns, docs, where=where, repeat=repeat
+    )
     if env.tables.view_property(view, VIEW_FINGERPRINT) == fingerprint:
         return False
     try:

@@ -27,17 +27,21 @@ DIALECT = "spark"
 HIDDEN_PREFIX = "__fr_"
 # An aggregate view's HAVING condition per group (``analysis._having_as_output``).
 HAVING_COLUMN = f"{HIDDEN_PREFIX}having"
+# How many identical rows a stored row of a join of key-less tables stands for
+# (``joins._as_bag``): the view repeats it that many times.
+REPEAT_COLUMN = f"{HIDDEN_PREFIX}repeat"
 
 
 def visible(columns: Sequence[Column]) -> dict[str, str]:
     """A table's columns as a query sees them: a fast_refresh view's hidden ``__fr_``
     columns are left out, so ``select *`` over a view gives its user's columns only and a
-    query cannot name them; but for ``__fr_having``, which the view over a storage table
-    filters on (``engine.refresh.resolve_views``)."""
+    query cannot name them; but for ``__fr_having`` and ``__fr_repeat``, which the view over
+    a storage table filters on and repeats rows by (``engine.refresh.resolve_views``)."""
     return {
         c.name: c.type
         for c in columns
-        if not c.name.lower().startswith(HIDDEN_PREFIX) or c.name.lower() == HAVING_COLUMN
+        if not c.name.lower().startswith(HIDDEN_PREFIX)
+        or c.name.lower() in (HAVING_COLUMN, REPEAT_COLUMN)
     }
 
 

@@ -20,7 +20,7 @@ from dbt.adapters.fastrefresh.ivm.checks import (
     qualify_tree,
     render,
 )
-from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX, visible
+from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX, REPEAT_COLUMN, visible
 from dbt.adapters.fastrefresh.ivm.outer import OuterJoinError, is_outer, outer_join
 from dbt.adapters.fastrefresh.ivm.plan import JoinInput, Output, Shape, ViewPlan, query_hash
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -53,11 +53,18 @@ def analyze_join(
     or an outer join of two (``shape = "outer_join"``)."""
     joins = tree.args.get("joins") or []
     outer = len(joins) == 1 and is_outer(joins[0])
-    qualified = _qualified_join(tree, master_columns, keys, outer=outer)
     aggregate = is_aggregate(tree)
+    # The delta rule of an aggregate over an inner join sums every table's signed changes
+    # joined with the others: bags, no key needed (a key-less log holds every column); an
+    # inner join of a key-less table is kept as such an aggregate (``_as_bag``).
+    qualified = _qualified_join(tree, master_columns, keys, outer=outer, keyless_ok=not outer)
     selects = list(qualified.expressions)
     names = [s.alias_or_name for s in selects]
     check_output_names(names, " (alias them, e.g. b.id AS b_id)")
+    read = [TableName(t.db.lower(), t.name.lower()) for t in qualified.find_all(exp.Table)]
+    if not aggregate and not outer and not all(keys.get(m) for m in read):
+        _as_bag(qualified)
+        aggregate = True
     inputs, hidden, nodes = _join_inputs(qualified, keys, with_keys=not aggregate)
     where = qualified.args.get("where")
     base: dict[str, object] = {
@@ -93,9 +100,10 @@ def _qualified_join(
     keys: dict[TableName, list[str]],
     *,
     outer: bool = False,
+    keyless_ok: bool = False,
 ) -> exp.Select:
     """The join qualified against its tables, each a known master with a keyed log
-    (``outer``: its one join may be an outer join)."""
+    (``outer``: its one join may be an outer join; ``keyless_ok``: a key-less log will do)."""
     for join in tree.args.get("joins") or []:
         offender = _join_offender(join, outer=outer)
         if offender:
@@ -108,10 +116,11 @@ def _qualified_join(
     schema: dict[str, object] = {}
     for table in tree.find_all(exp.Table):
         master = master_of(table, master_columns)
-        if not keys.get(master):
+        if not keys.get(master) and not keyless_ok:
             raise Refused(
-                f"the join reads {master}, which has no keyed materialized view log (a join "
-                "refreshes fast only when the log of every table it joins has a primary key)",
+                f"the outer join reads {master}, which has no keyed materialized view log "
+                "(an outer join refreshes fast only when the logs of both its tables have a "
+                "primary key: its rows belong to the preserved side's keys)",
                 code="no_keyed_log",
             )
         tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
@@ -143,7 +152,7 @@ def _join_inputs(
         if any(i.alias.lower() == alias.lower() for i in inputs):
             raise Refused(f"two tables of the join are both called {alias}")
         key_view = []
-        for k in keys[master] if with_keys else []:
+        for k in keys.get(master, []) if with_keys else []:
             holder = plain.get((alias.lower(), k))
             if holder is None:
                 holder = f"{HIDDEN_PREFIX}j{index}_{k}"
@@ -157,7 +166,8 @@ def _join_inputs(
                 if c.table.lower() == alias.lower()
             }
         )
-        inputs.append(JoinInput(alias, master, tuple(keys[master]), tuple(key_view), tuple(read)))
+        key = tuple(keys.get(master, []))
+        inputs.append(JoinInput(alias, master, key, tuple(key_view), tuple(read)))
     return inputs, hidden, nodes
 
 
@@ -174,3 +184,13 @@ def grouping_side(plan: ViewPlan) -> int | None:
             "view over this one)"
         )
     return next(iter(sides), None)
+
+
+def _as_bag(qualified: exp.Select) -> None:
+    """An inner join of a key-less table (a bag: its rows have no identity) as the
+    aggregate that counts each distinct output row: ``GROUP BY`` the outputs with
+    ``count(*) AS __fr_repeat``, maintained by the signed deltas of an aggregate over a
+    join; the model's view repeats each row that many times (``engine/surface.py``)."""
+    outputs = [s.unalias().copy() for s in qualified.expressions]
+    qualified.group_by(*outputs, copy=False)
+    qualified.select(exp.alias_(exp.Count(this=exp.Star()), REPEAT_COLUMN), append=True, copy=False)

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN, HIDDEN_PREFIX
+from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN, HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.ivm.outer import OuterJoin
 from dbt.adapters.fastrefresh.ivm.semi import SemiJoin
 from dbt.adapters.fastrefresh.protocol.decisions import Word
@@ -254,6 +254,12 @@ class ViewPlan:
             how = "keyed by " + ", ".join(self.key_columns) if self.keyed else "key-less, counted"
             semis = "".join(f"; {s.describe()}" for s in self.semis)
             return f"projection/filter of {self.masters[0]} ({how}{semis})"
+        if any(o.name == REPEAT_COLUMN for o in self.outputs):
+            tables = ", ".join(f"{i.master} {i.alias}" for i in self.inputs)
+            return (
+                f"inner join of {tables}, a key-less table among them: each distinct row is "
+                "kept with its count (signed deltas), the view repeats it that many times"
+            )
         kinds = sorted({a.kind for a in self.aggregates}) or ["distinct"]
         signed = self.algebraic and self.outer is None
         method = "signed deltas" if signed else "recompute of the affected groups"

@@ -1,0 +1,113 @@
+MERGE INTO `g`.`join_keyless_aggregate` AS t
+USING (
+  WITH __fr_img0 AS (
+    SELECT
+      `k`,
+      `g`,
+      `x`,
+      IF(old_new__ = 'N', 1, -1) AS __fr_sign
+    FROM `g`.`mlog__m1`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 12
+          ) <> 0
+        )
+      )
+      AND old_new__ <> 'U'
+  ), __fr_img1 AS (
+    SELECT
+      `g`,
+      IF(old_new__ = 'N', 1, -1) AS __fr_sign
+    FROM `g`.`mlog__m2`
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 2
+          ) <> 0
+        )
+      )
+  ), __fr_rows AS (
+    SELECT
+      a.g AS __fr_g_0,
+      b.x AS __fr_a_0,
+      a.__fr_sign AS __fr_sign
+    FROM (
+      SELECT
+        *
+      FROM __fr_img1
+    ) AS a
+    JOIN g.m1 VERSION AS OF 11 AS b
+      ON a.g = b.g
+    UNION ALL
+    SELECT
+      a.g AS __fr_g_0,
+      b.x AS __fr_a_0,
+      b.__fr_sign AS __fr_sign
+    FROM g.m2 VERSION AS OF 22 AS a
+    JOIN (
+      SELECT
+        *
+      FROM __fr_img0
+    ) AS b
+      ON a.g = b.g
+  ), __fr_d AS (
+    SELECT
+      __fr_g_0,
+      COALESCE(SUM(__fr_sign), 0) AS __fr_d_count,
+      COALESCE(SUM(IF(__fr_a_0 IS NULL, 0, __fr_sign)), 0) AS __fr_d_cnt_0,
+      SUM(__fr_sign * __fr_a_0) AS __fr_d_sum_0
+    FROM __fr_rows
+    GROUP BY
+      __fr_g_0
+  )
+  SELECT
+    *
+  FROM __fr_d
+  WHERE
+    __fr_d_count <> 0 OR __fr_d_cnt_0 <> 0 OR COALESCE(__fr_d_sum_0, 0) <> 0
+) AS s
+ON t.`g` IS NOT DISTINCT FROM s.__fr_g_0
+WHEN MATCHED AND t.__fr_count + s.__fr_d_count = 0 THEN DELETE
+WHEN MATCHED THEN UPDATE SET
+  `__fr_count` = CAST((
+    t.__fr_count + s.__fr_d_count
+  ) AS BIGINT),
+  `__fr_cnt_0` = CAST((
+    t.__fr_cnt_0 + s.__fr_d_cnt_0
+  ) AS BIGINT),
+  `__fr_sum_0` = CAST(IF(
+    (
+      t.__fr_cnt_0 + s.__fr_d_cnt_0
+    ) = 0,
+    NULL,
+    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+  ) AS DECIMAL(20, 2)),
+  `n` = CAST(CAST((
+    t.__fr_count + s.__fr_d_count
+  ) AS BIGINT) AS DOUBLE),
+  `sx` = CAST(CAST(IF(
+    (
+      t.__fr_cnt_0 + s.__fr_d_cnt_0
+    ) = 0,
+    NULL,
+    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+  ) AS DECIMAL(20, 2)) AS DOUBLE)
+WHEN NOT MATCHED AND s.__fr_d_count > 0 THEN INSERT (`g`, `n`, `sx`, `__fr_count`, `__fr_cnt_0`, `__fr_sum_0`) VALUES (
+  CAST(s.__fr_g_0 AS DOUBLE),
+  CAST(CAST(s.__fr_d_count AS BIGINT) AS DOUBLE),
+  CAST(CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2)) AS DOUBLE),
+  CAST(s.__fr_d_count AS BIGINT),
+  CAST(s.__fr_d_cnt_0 AS BIGINT),
+  CAST(IF(s.__fr_d_cnt_0 = 0, NULL, s.__fr_d_sum_0) AS DECIMAL(20, 2))
+)
