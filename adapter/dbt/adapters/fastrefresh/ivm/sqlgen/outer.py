@@ -27,15 +27,8 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
 from dbt.adapters.fastrefresh.ivm.joins import grouping_side
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, over, q
 from dbt.adapters.fastrefresh.sqltext import TableName
-
-
-def _over(node: exp.Expression, alias: str) -> exp.Expression:
-    copy = node.copy()
-    for column in copy.find_all(exp.Column):
-        column.set("table", exp.to_identifier(alias))
-    return copy
 
 
 def _reached(
@@ -252,7 +245,7 @@ def _reached_groups(
 
     def groups(alias: str) -> str:
         return ", ".join(
-            f"{_over(g, alias).sql(dialect=DIALECT)} AS __fr_v{k}"
+            f"{over(g, alias).sql(dialect=DIALECT)} AS __fr_v{k}"
             for k, g in enumerate(plan.group_nodes)
         )
 
@@ -280,7 +273,7 @@ def _join_values(plan: ViewPlan, owner: int, source: Source, name: str) -> tuple
     other = plan.inputs[1 - owner]
     ctes = image_ctes(plan, source, other.columns_read, name)
     listed = ", ".join(
-        f"{_over(p[1 - owner], name).sql(dialect=DIALECT)} AS __fr_c{j}"
+        f"{over(p[1 - owner], name).sql(dialect=DIALECT)} AS __fr_c{j}"
         for j, p in enumerate(plan.outer.pairs)
     )
     ctes.append(f"{name}_v AS (SELECT DISTINCT {listed} FROM {name})")
@@ -302,7 +295,7 @@ def _matching(
     table = exp.table_(mine.master.table, db=mine.master.schema, quoted=True, alias="__fr_p")
     pin(table, pins.get(mine.master))
     on = " AND ".join(
-        f"{_over(p[owner], '__fr_p').sql(dialect=DIALECT)} = v.__fr_c{j}"
+        f"{over(p[owner], '__fr_p').sql(dialect=DIALECT)} = v.__fr_c{j}"
         for j, p in enumerate(plan.outer.pairs)
     )
     return f"SELECT {select} FROM {table.sql(dialect=DIALECT)} LEFT SEMI JOIN {values} v ON {on}"

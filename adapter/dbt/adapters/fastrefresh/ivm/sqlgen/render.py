@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from sqlglot import exp
+
 from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
 from dbt.adapters.fastrefresh.sqltext import TableName, ident
 
@@ -46,6 +48,14 @@ class Merge:
 
 def q(name: str) -> str:
     return ident(name)
+
+
+def over(node: exp.Expression, alias: str) -> exp.Expression:
+    """``node`` (an expression over one table's alias) over another alias, ``alias``."""
+    copy = node.copy()
+    for column in copy.find_all(exp.Column):
+        column.set("table", exp.to_identifier(alias))
+    return copy
 
 
 def null(column: str, types: Mapping[str, str]) -> str:

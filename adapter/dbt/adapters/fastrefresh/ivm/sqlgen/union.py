@@ -14,21 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sqlglot import exp
-
 from dbt.adapters.fastrefresh.ivm.plan import DIALECT, UnionBranch, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import branch_select
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, over, q
 from dbt.adapters.fastrefresh.ivm.union import UNION_COLUMN
 from dbt.adapters.fastrefresh.sqltext import TableName
-
-
-def _over(node: exp.Expression, alias: str) -> exp.Expression:
-    copy = node.copy()
-    for column in copy.find_all(exp.Column):
-        column.set("table", exp.to_identifier(alias))
-    return copy
 
 
 def identifying(plan: ViewPlan) -> list[str]:
@@ -101,7 +92,7 @@ def _reached(
             continue
         name = f"__fr_u{branch.index}_r{j}"
         values = ", ".join(
-            f"{_over(n, images[dim.master]).sql(dialect=DIALECT)} AS __fr_v{k}"
+            f"{over(n, images[dim.master]).sql(dialect=DIALECT)} AS __fr_v{k}"
             for k, n in enumerate(dim.nodes)
         )
         ctes.append(f"{name} AS (SELECT DISTINCT {values} FROM {images[dim.master]})")

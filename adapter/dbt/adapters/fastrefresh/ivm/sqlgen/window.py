@@ -16,18 +16,10 @@ from sqlglot import exp
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, over, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 IMAGES, PARTS, MASTER, KEYS = "__fr_i", "__fr_parts", "__fr_m", "__fr_pp"
-
-
-def _over(node: exp.Expression, alias: str) -> exp.Expression:
-    """``node`` (an expression over the master's alias) over another alias."""
-    copy = node.copy()
-    for column in copy.find_all(exp.Column):
-        column.set("table", exp.to_identifier(alias))
-    return copy
 
 
 def window_recompute(
@@ -40,7 +32,7 @@ def window_recompute(
     """The MERGE that recomputes the partitions ``source``'s changes touch."""
     ctes = image_ctes(plan, source, net=False)
     values = ", ".join(
-        f"{_over(p, IMAGES).sql(dialect=DIALECT)} AS __fr_pv{i}"
+        f"{over(p, IMAGES).sql(dialect=DIALECT)} AS __fr_pv{i}"
         for i, p in enumerate(plan.partition_nodes)
     )
     ctes.append(f"{PARTS} AS (SELECT DISTINCT {values} FROM imgs {IMAGES})")
@@ -53,7 +45,7 @@ def window_recompute(
         )
     on = exp.and_(
         *(
-            exp.NullSafeEQ(this=_over(p, MASTER), expression=exp.column(f"__fr_pv{i}", table=KEYS))
+            exp.NullSafeEQ(this=over(p, MASTER), expression=exp.column(f"__fr_pv{i}", table=KEYS))
             for i, p in enumerate(plan.partition_nodes)
         )
     )
