@@ -131,8 +131,9 @@ def explain(env: Env, target: str) -> str:
         lines.append(f"  columns read: {', '.join(plan.columns_read)}")
         lines += [f"  note: {note}" for note in sqlgen.notes(plan)]
         for m in masters if not plan.inputs else []:
-            if m.log is not None and not set(plan.columns_read) <= set(m.log.config.columns):
-                missing = sorted(set(plan.columns_read) - set(m.log.config.columns))
+            read = set(plan.columns_read_of(m.name))
+            if m.log is not None and not read <= set(m.log.config.columns):
+                missing = sorted(read - set(m.log.config.columns))
                 lines.append(
                     f"  note: {m.log.log_table} lacks {', '.join(missing)}: refreshes read "
                     "those from the master by time travel"
