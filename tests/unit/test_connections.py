@@ -114,3 +114,17 @@ def test_unsupported_java_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     with pytest.raises(embedded.EmbeddedSparkError, match=r"Java 21.*Java 8, 11 or 17"):
         embedded.check_java()
+
+
+def test_an_unknown_profile_field_is_named_with_the_field_it_resembles() -> None:
+    with pytest.raises(DbtRuntimeError, match=r"stat_dir \(did you mean state_dir\?\)"):
+        creds(stat_dir="state")
+    with pytest.raises(DbtRuntimeError, match="registy_schema"):
+        creds(registy_schema="reg", threads=4)
+
+
+def test_a_state_dir_nothing_would_use_is_refused_with_the_fix() -> None:
+    with pytest.raises(DbtRuntimeError, match=r"state_dir is set, but .* Fix: remove state_dir"):
+        creds(method="thrift", host="spark", state_dir="state")
+    with pytest.raises(DbtRuntimeError, match="state_dir is set"):
+        creds(embedded=False, state_dir="state")

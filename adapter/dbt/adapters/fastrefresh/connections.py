@@ -7,6 +7,8 @@ the embedded Spark + Iceberg settings (see ``embedded``) unless it says ``embedd
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +57,7 @@ class FastrefreshCredentials(SparkCredentials):
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
+        _refuse_unknown_fields(cls, data)
         data = super().__pre_deserialize__(data)
         data.setdefault("method", SparkConnectionMethod.SESSION.value)
         if data["method"] == SparkConnectionMethod.SESSION.value:
@@ -66,6 +69,12 @@ class FastrefreshCredentials(SparkCredentials):
         super().__post_init__()
         if self.embedded is None:
             self.embedded = self.method == SparkConnectionMethod.SESSION
+        if not self.embedded and self.state_dir is not None:
+            raise DbtRuntimeError(
+                "state_dir is set, but the profile does not use the embedded default "
+                f"(method: {self.method}, embedded: false): nothing would use it. Fix: remove "
+                "state_dir, or use method: session without `embedded: false`."
+            )
         if self.embedded and self.method != SparkConnectionMethod.SESSION:
             raise DbtRuntimeError(
                 f"embedded: true needs method: session, but the profile says method: "
@@ -103,6 +112,26 @@ class FastrefreshCredentials(SparkCredentials):
             "registry_schema",
             "iceberg_api",
         )
+
+
+def _refuse_unknown_fields(cls: type, data: Any) -> None:
+    """A profile field neither dbt-spark nor dbt-fastrefresh knows is a typo that would be
+    ignored without a word (``stat_dir``: the state would go to the default folder)."""
+    if not isinstance(data, dict):
+        return
+    known = {f.name for f in dataclasses.fields(cls)} | set(getattr(cls, "_ALIASES", {}))
+    known |= {"type", "threads"}
+    unknown = sorted(k for k in data if k not in known)
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hints.append(f"{key} (did you mean {close[0]}?)" if close else key)
+    raise DbtRuntimeError(
+        f"The profile has field(s) dbt-fastrefresh does not know: {', '.join(hints)}. "
+        "Fix: correct or remove them (the fields are listed in the README's Profile section)."
+    )
 
 
 _PREPARE_LOCK = threading.Lock()
