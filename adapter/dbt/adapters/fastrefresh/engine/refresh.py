@@ -481,7 +481,8 @@ class _Refresh:
     def _ensure_view(self, record: ViewRecord | None) -> None:
         """The view over the storage table, as ``record`` (read before a fast refresh,
         which keeps the columns) or the rebuilt table says it should be."""
-        meta = record.meta if record is not None else self.env.tables.load(self.storage)
+        # After a complete refresh the table may have other columns: read it fresh.
+        meta = record.meta if record is not None else self.env.tables.load(self.storage, fresh=True)
         assert meta is not None
         names = {c.name.lower() for c in meta.columns}
         ensure_view(

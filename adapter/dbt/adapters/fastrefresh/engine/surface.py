@@ -93,9 +93,14 @@ def ensure_view(
     statement, fingerprint = view_statement(
         view, storage, columns, docs, where=where, repeat=repeat
     )
-    if env.tables.view_property(view, VIEW_FINGERPRINT) == fingerprint:
+    current = env.tables.view_property(view, VIEW_FINGERPRINT)
+    if current == fingerprint:
         return False
     try:
+        if current is not None:
+            # Iceberg's views (1.10, through the session catalog) take CREATE OR REPLACE
+            # VIEW's new properties but keep their old query: drop the view, then create it.
+            env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")
         env.sql.execute(statement)
     except Exception as exc:
         if "already exists" not in str(exc) and "EXPECT_VIEW_NOT_TABLE" not in str(exc):

@@ -64,6 +64,10 @@ def embedded_defaults(state_dir: Path) -> dict[str, str]:
         # retry for minutes and then fail. dbt-fastrefresh serializes its own writes.
         "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
         "spark.hadoop.hive.metastore.schema.verification": "false",
+        # A model's storage table replaced with other columns (a changed query, a join whose
+        # tables' logs gained keys) changes column types by position, which a Hive
+        # metastore refuses by default; Iceberg owns the schema, the metastore only mirrors it.
+        "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes": "false",
         "spark.hadoop.datanucleus.schema.autoCreateAll": "true",
         "spark.sql.warehouse.dir": str(state_dir / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
