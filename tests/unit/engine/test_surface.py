@@ -54,20 +54,16 @@ def test_persist_docs_says_which_comments_the_view_carries() -> None:
 
 def test_an_aggregate_with_having_shows_the_groups_it_holds_for() -> None:
     columns = [*COLUMNS, Column("__fr_having", "boolean")]
-    statement, fingerprint = view_statement(
-        V, storage_of(V), columns, ViewDocs(), where="__fr_having"
-    )
+    statement, fingerprint = view_statement(V, storage_of(V), columns, ViewDocs())
     assert statement.endswith("AS SELECT `k`, `n` FROM `an`.`revenue__fr_data` WHERE `__fr_having`")
-    assert fingerprint != view_statement(V, storage_of(V), columns, ViewDocs())[1]
+    assert fingerprint != view_statement(V, storage_of(V), COLUMNS, ViewDocs())[1]
 
 
 def test_a_join_of_key_less_tables_repeats_each_row_by_its_count() -> None:
     columns = [*COLUMNS, Column("__fr_repeat", "bigint")]
-    statement, fingerprint = view_statement(
-        V, storage_of(V), columns, ViewDocs(), repeat="__fr_repeat"
-    )
+    statement, fingerprint = view_statement(V, storage_of(V), columns, ViewDocs())
     assert statement.endswith(
         "AS SELECT `k`, `n` FROM `an`.`revenue__fr_data` LATERAL VIEW "
         "explode(array_repeat(0, CAST(`__fr_repeat` AS INT))) __fr_x AS __fr_n"
     )
-    assert fingerprint != view_statement(V, storage_of(V), columns, ViewDocs())[1]
+    assert fingerprint != view_statement(V, storage_of(V), COLUMNS, ViewDocs())[1]

@@ -38,21 +38,19 @@ from sqlglot.transforms import eliminate_qualify
 
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
-from dbt.adapters.fastrefresh.engine.surface import ensure_view, repeated, user_columns
+from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read
 from dbt.adapters.fastrefresh.engine.upstream import Upstream, log_options
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
 from dbt.adapters.fastrefresh.ivm import sqlgen
 from dbt.adapters.fastrefresh.ivm.analysis import (
     DIALECT,
-    HAVING_COLUMN,
     HIDDEN_PREFIX,
     Shape,
     ViewPlan,
     analyze,
     tables_of,
 )
-from dbt.adapters.fastrefresh.ivm.inline import REPEAT_COLUMN
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, create_mview_log, load_log
 from dbt.adapters.fastrefresh.protocol import upkeep
@@ -67,7 +65,7 @@ from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE, ViewConfig, ViewState
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, storage_of, view_of
+from dbt.adapters.fastrefresh.sqltext import TableName, storage_of, view_of
 
 # Under ``force``: a log range holding more rows than this fraction of the master's rows
 # refreshes completely: reading, sorting and netting that many log rows costs about as
@@ -152,16 +150,7 @@ def resolve_views(env: Env, sql: str) -> str:
         meta = env.tables.load(storage)
         if meta is None or not meta.iceberg or VIEW_CONFIG not in meta.properties:
             continue
-        columns = ", ".join(ident(c.name) for c in user_columns(meta.columns))
-        names = {c.name.lower() for c in meta.columns}
-        # As the model's view reads it: a join of key-less tables repeats each row by its
-        # count, an aggregate's HAVING shows the groups it holds for.
-        body = sqlglot.parse_one(
-            f"SELECT {columns} FROM {storage.sql}"
-            + (repeated(REPEAT_COLUMN) if REPEAT_COLUMN in names else "")
-            + (f" WHERE {ident(HAVING_COLUMN)}" if HAVING_COLUMN in names else ""),
-            read=DIALECT,
-        )
+        body = sqlglot.parse_one(storage_read(storage, meta.columns), read=DIALECT)
         alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
         table.replace(exp.Subquery(this=body, alias=alias))
         swapped = True
@@ -484,12 +473,7 @@ class _Refresh:
         # After a complete refresh the table may have other columns: read it fresh.
         meta = record.meta if record is not None else self.env.tables.load(self.storage, fresh=True)
         assert meta is not None
-        names = {c.name.lower() for c in meta.columns}
-        ensure_view(
-            self.env, self.view, self.storage, meta.columns, self.docs,
-            where=HAVING_COLUMN if HAVING_COLUMN in names else None,
-            repeat=REPEAT_COLUMN if REPEAT_COLUMN in names else None,
-        )  # fmt: skip
+        ensure_view(self.env, self.view, self.storage, meta.columns, self.docs)
 
     def _setup(
         self, masters: list[MasterState], record: ViewRecord | None, *, since: float

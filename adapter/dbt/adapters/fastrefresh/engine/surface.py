@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dbt.adapters.fastrefresh.engine.config import ViewDocs
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import Column
-from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX
+from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN, HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, properties, string
 
@@ -31,24 +31,36 @@ def user_columns(columns: Sequence[Column]) -> list[Column]:
     return [c for c in columns if not c.name.lower().startswith(HIDDEN_PREFIX)]
 
 
+def storage_read(storage: TableName, columns: Sequence[Column]) -> str:
+    """How the model's view reads its storage table (of ``columns``): the user columns;
+    each row repeated by ``__fr_repeat`` (a join of key-less tables, ``ivm.joins._as_bag``);
+    the rows whose ``__fr_having`` holds (an aggregate's HAVING). A query over the model
+    reads it the same way (``engine.refresh.resolve_views``)."""
+    names = {c.name.lower() for c in columns}
+    select = ", ".join(ident(c.name) for c in user_columns(columns))
+    text = f"SELECT {select} FROM {storage.sql}"
+    if REPEAT_COLUMN in names:
+        text += (
+            f" LATERAL VIEW explode(array_repeat(0, CAST({ident(REPEAT_COLUMN)} AS INT))) "
+            "__fr_x AS __fr_n"
+        )
+    if HAVING_COLUMN in names:
+        text += f" WHERE {ident(HAVING_COLUMN)}"
+    return text
+
+
 def view_statement(
-    view: TableName,
-    storage: TableName,
-    columns: Sequence[Column],
-    docs: ViewDocs,
-    *,
-    where: str | None = None,
-    repeat: str | None = None,
+    view: TableName, storage: TableName, columns: Sequence[Column], docs: ViewDocs
 ) -> tuple[str, str]:
-    """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint;
-    ``where``: the boolean column of ``storage`` that says which rows the view shows (an
-    aggregate's HAVING); ``repeat``: the count column by which it repeats each row (a join
-    of key-less tables, ``ivm.joins._as_bag``)."""
+    """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint."""
     shown = user_columns(columns)
+    names = {c.name.lower() for c in columns}
+    where = HAVING_COLUMN if HAVING_COLUMN in names else None
+    repeat = [REPEAT_COLUMN] if REPEAT_COLUMN in names else []
     fingerprint = hashlib.sha256(
         json.dumps(
             [str(storage), [(c.name, c.type) for c in shown], docs.relation,
-             dict(docs.columns), where] + ([repeat] if repeat else []),
+             dict(docs.columns), where, *repeat],
             sort_keys=True,
         ).encode()
     ).hexdigest()[:16]  # fmt: skip
@@ -62,21 +74,12 @@ def view_statement(
         for c in shown
     )
     comment = f" COMMENT {string(docs.relation)}" if docs.relation else ""
-    select = ", ".join(ident(c.name) for c in shown)
     statement = (
         f"CREATE OR REPLACE VIEW {view.sql} ({listed}){comment} "
         f"TBLPROPERTIES ({properties({VIEW_FINGERPRINT: fingerprint})}) "
-        f"AS SELECT {select} FROM {storage.sql}{repeated(repeat)}"
-        + (f" WHERE {ident(where)}" if where else "")
+        f"AS {storage_read(storage, columns)}"
     )
     return statement, fingerprint
-
-
-def repeated(repeat: str | None) -> str:
-    """The LATERAL VIEW that repeats each row by its ``repeat`` column (none: nothing)."""
-    if not repeat:
-        return ""
-    return f" LATERAL VIEW explode(array_repeat(0, CAST({ident(repeat)} AS INT))) __fr_x AS __fr_n"
 
 
 def ensure_view(
@@ -85,14 +88,9 @@ def ensure_view(
     storage: TableName,
     columns: Sequence[Column],
     docs: ViewDocs,
-    *,
-    where: str | None = None,
-    repeat: str | None = None,
 ) -> bool:
     """Create or replace ``view`` unless it already is what it should be; whether it did."""
-    statement, fingerprint = view_statement(
-        view, storage, columns, docs, where=where, repeat=repeat
-    )
+    statement, fingerprint = view_statement(view, storage, columns, docs)
     current = env.tables.view_property(view, VIEW_FINGERPRINT)
     if current == fingerprint:
         return False

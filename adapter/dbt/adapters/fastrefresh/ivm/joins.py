@@ -49,8 +49,9 @@ def analyze_join(
     master_columns: dict[TableName, list[Column]],
     keys: dict[TableName, list[str]],
 ) -> ViewPlan:
-    """Plan an inner join of keyed masters (``shape = "join"``), or an aggregate over one,
-    or an outer join of two (``shape = "outer_join"``)."""
+    """Plan an inner join (``shape = "join"``; of a key-less table, the counted rows of
+    ``_as_bag``), an aggregate over an inner or outer join (``shape = "aggregate"``), or
+    an outer join of two keyed tables (``shape = "outer_join"``)."""
     joins = tree.args.get("joins") or []
     outer = len(joins) == 1 and is_outer(joins[0])
     aggregate = is_aggregate(tree)

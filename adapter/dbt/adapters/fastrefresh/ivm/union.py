@@ -141,15 +141,16 @@ def plan_union(
     branches: list[UnionBranch] = []
     for index, plan in enumerate(plans):
         union_name = dict(zip(plan.user_columns, names, strict=True))
+        found = _dims(index, plan)
         carried: dict[str, str] = {}
-        for column in (c for *_, held in _dims(index, plan) for c in held):
+        for column in (c for *_, held in found for c in held):
             if column not in union_name and column not in carried:
                 carried[column] = f"{HIDDEN_PREFIX}b{index}_{column[len(HIDDEN_PREFIX) :]}"
         hidden += [(name, f"branch {index + 1}: {column}") for column, name in carried.items()]
         held = union_name | carried
         dims = tuple(
             Dim(master, alias, tuple(held[c] for c in holders), tuple(n.copy() for n in nodes))
-            for master, alias, nodes, holders in _dims(index, plan)
+            for master, alias, nodes, holders in found
         )
         branches.append(UnionBranch(index, plan, plan.user_columns, tuple(carried.items()), dims))
     first = {o.name: o.sql for o in plans[0].outputs}
