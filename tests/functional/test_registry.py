@@ -194,3 +194,40 @@ def test_a_release_0_1_registry_is_migrated_and_its_views_stay_fast(spark: Any) 
         env, view=TableName(schema, "v"), sql=sql, method="fast", exists=True
     )
     assert result.refresh_type == "FAST" and matches(spark, TableName(schema, "v"), sql)
+
+
+def test_a_dropped_or_truncated_registry_is_rebuilt_from_the_tables_state(spark: Any) -> None:
+    """The registry only publishes what the logs and views keep on their own tables: after
+    it is dropped or emptied by hand, `rebuild_registry` shows every log and view again,
+    and refreshes never noticed (they do not read it)."""
+    from dbt.adapters.fastrefresh.protocol.env import Env
+    from dbt.adapters.fastrefresh.runtime.process import Runtime
+
+    s = "reg_rebuild"
+    env = keyed_master_with_log(spark, s, rows=20, groups=3)
+    sql = f"SELECT g, count(*) AS n FROM {s}.m GROUP BY g"
+    view = TableName(s, "v")
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    registry.publish(env)
+
+    def shown(env: Any) -> tuple[list[Any], list[Any]]:
+        logs = registry.select(env, "mview_logs", f"master = '{s}.m'")
+        views = registry.select(env, "mviews", f"mview = '{view}'")
+        return [r["log_table"] for r in logs], [(r["mview"], r["last_refresh_type"]) for r in views]
+
+    last = "COMPLETE"
+    assert shown(env) == ([f"{s}.mlog__m"], [(str(view), last)])
+    for damage in (f"DROP TABLE {s}_registry.registry", f"DELETE FROM {s}_registry.registry"):
+        spark.sql(damage)
+        # The next dbt invocation (a new process) finds the registry gone or empty.
+        env = Env(env.sql, env.tables, env.registry, runtime=Runtime())
+        registry.ensure(env)
+        assert shown(env) == ([], [])
+        said = registry.rebuild(env)
+        assert "published" in said, said
+        assert shown(env) == ([f"{s}.mlog__m"], [(str(view), last)]), damage
+        spark.sql(f"INSERT INTO {s}.m SELECT max(k) + 1, 1, 1 FROM {s}.m")
+        result = refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+        assert result.refresh_type == "FAST" and matches(spark, view, sql)
+        registry.publish(env)
+        last = "FAST"

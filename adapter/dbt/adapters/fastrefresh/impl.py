@@ -155,6 +155,10 @@ class FastrefreshAdapter(SparkAdapter):
         return f"registry ready in schema {env.registry}"
 
     @available.parse(_parse_stub)
+    def fr_rebuild_registry(self) -> str:
+        return registry.rebuild(self._env())
+
+    @available.parse(_parse_stub)
     def fr_publish_registry(self, graph: Any = None, release_removed: Any = True) -> str:
         """The end of a dbt invocation (the package's on-run-end hook): release the views
         that no longer hold their logs back (``admin.release_orphans``; with ``graph``,
@@ -183,8 +187,8 @@ class FastrefreshAdapter(SparkAdapter):
     ) -> str:
         env = self._env()
         message = mlog.create_mview_log(
-            env, master, columns=columns, commit_scn=bool(commit_scn), key=key, purge=purge,
-            if_not_exists=bool(if_not_exists),
+            env, master, columns=columns, commit_scn=mlog.flag(commit_scn, "commit_scn"),
+            key=key, purge=purge, if_not_exists=mlog.flag(if_not_exists, "if_not_exists"),
         )  # fmt: skip
         return self._published(env, message)
 

@@ -52,7 +52,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import (
     tables_of,
 )
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
-from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, create_mview_log, load_log
+from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, create_mview_log, load_log, log_mismatch
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
     NEEDS_COMPILE,
@@ -290,6 +290,14 @@ def decide(
             ReasonCode.NOT_REGISTERED,
             "the view is not registered (built by another materialization, or unregistered)",
         )
+    for m in masters:
+        # Before the definition: a rebuild alone would not make the next refresh fast.
+        mismatch = None if m.log is None else log_mismatch(m.log, m.meta)
+        if mismatch:
+            return Reason(
+                ReasonCode.LOG_BROKEN,
+                f"the materialized view log cannot record changes: {mismatch}",
+            )
     if view.config.query_hash != plan.query_hash:
         return Reason(ReasonCode.DEFINITION_CHANGED, "the view's definition changed")
     if view.config.master_schema_hash != columns_hash:
@@ -432,7 +440,7 @@ class _Refresh:
             reason = _range_too_large(env, self.setups, pins)
         if reason is not None and not reason.expected and self.method is RefreshMethod.FAST:
             self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
-            names = {"master": str(next((m.name for m in masters if m.log is None), ""))}
+            names = {"master": _master_named(reason, masters)}
             raise FastRefreshError(
                 f"Fast refresh of {self.view} is not possible: {reason}. "
                 f"Fix: {reason.fix(**names)}."
@@ -482,7 +490,9 @@ class _Refresh:
         positions = record.state.positions if record and record.state else {}
         last_refresh = record.state.last_refresh_time if record and record.state else None
         for m in masters:
-            if m.log is not None:
+            # A log that no longer fits its master (columns dropped or retyped) cannot
+            # capture: the view is rebuilt without it (decide) and does not register on it.
+            if m.log is not None and log_mismatch(m.log, m.meta) is None:
                 position = positions.get(str(m.log.log_table))
                 self.setups[m.name] = setup(self.env, m.meta, self.view, position, last_refresh)
         captured = sum(s.capture.seconds for s in self.setups.values())
@@ -700,6 +710,16 @@ def _plan_sources(
             )
         sources[m.name] = sqlgen.MasterSource(source, m.name, before, done.master_snapshot)
     return None
+
+
+def _master_named(reason: Reason, masters: list[MasterState]) -> str:
+    """The master a reason's fix names: the one without a log, or whose log broke."""
+    for m in masters:
+        if m.log is None or (
+            reason.code is ReasonCode.LOG_BROKEN and log_mismatch(m.log, m.meta) is not None
+        ):
+            return str(m.name)
+    return ""
 
 
 def _type_of(reason: Reason | None) -> RefreshType:

@@ -64,6 +64,8 @@ class SqlTables:
         if not mt.table_exists(self.x, name):
             return None
         columns, info = mt.describe(self.x, name)
+        if info.get("Type", "").upper() == "VIEW":  # an Iceberg view's table_type is ICEBERG-VIEW
+            return TableMeta(name, False, "view", tuple(columns), None, {})
         provider = info.get("Provider", "").lower()
         iceberg = (
             provider == "iceberg"

@@ -247,6 +247,13 @@ def require_iceberg(meta: TableMeta | None, name: TableName, role: str = "master
             f"The {role} table {name} does not exist. Fix: create it (as an Iceberg table) "
             "or correct the name."
         )
+    if meta.provider == "view":
+        raise FastRefreshError(
+            f"{name} is a view, not a table: a {role} table's changes come from its Iceberg "
+            "snapshots, which a view has none of. Fix: use the Iceberg tables the view reads "
+            "(create their logs and name them as masters), or make it a fast_refresh model "
+            "(its log is then on the model's storage table)."
+        )
     if not meta.iceberg:
         raise FastRefreshError(
             f"The {role} table {name} is a '{meta.provider or 'non-Iceberg'}' table; "

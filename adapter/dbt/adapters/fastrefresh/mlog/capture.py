@@ -114,7 +114,7 @@ def capture_locked(
             time.monotonic() - started, chain.gap,
         )  # fmt: skip
         return result, log
-    columns = master_columns(log.config, master)
+    columns = master_columns(log, master)
     relevant = [s for s in chain.snapshots if s.operation != "replace"]
     if log.config.commit_scn or state.marked_sequence < state.last_sequence:
         stamp = None

@@ -49,9 +49,12 @@ LOG_TABLE_PROPERTIES = {
     "write.delete.distribution-mode": "none",
     **METADATA_CLEANUP,
 }
-META_COLUMNS = (
-    "snaptime__", "dmltype__", "old_new__", "change_vector__", "sequence__", "xid__", "capture__",
-)  # fmt: skip
+# A log's own columns after the master's (Oracle's SNAPTIME$$, DMLTYPE$$, OLD_NEW$$,
+# CHANGE_VECTOR$$, SEQUENCE$$, XID$$; capture__ numbers the capture that wrote the row).
+LOG_OWN_COLUMNS = {
+    "snaptime__": "TIMESTAMP_NTZ", "dmltype__": "STRING", "old_new__": "STRING",
+    "change_vector__": "BINARY", "sequence__": "BIGINT", "xid__": "BIGINT", "capture__": "BIGINT",
+}  # fmt: skip
 
 
 def log_lock(log_table: TableName) -> str:
@@ -141,18 +144,48 @@ def commit_with_state(
     env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})
 
 
-def master_columns(config: LogConfig, master: TableMeta) -> list[mt.Column]:
-    """The master columns recorded at log creation, checked against the master today."""
+def log_mismatch(log: LoadedLog, master: TableMeta) -> str | None:
+    """How the master's columns no longer fit its log (None: they do): columns dropped or
+    renamed since the log was created, or logged columns whose type changed (the log's
+    column keeps the old type, so capture could not write the new values)."""
     current = {c.name: c for c in master.columns}
-    missing = [c for c in config.master_columns if c not in current]
+    missing = [c for c in log.config.master_columns if c not in current]
     if missing:
-        raise FastRefreshError(
-            f"Column(s) {', '.join(missing)} of {config.master} were dropped or renamed since "
-            f"its log {config.log_table} was created; the log cannot record changes without "
-            f"them. Fix: run drop_mview_log('{config.master}') and create_mview_log("
-            f"'{config.master}') again (views on it then refresh completely once)."
+        return (
+            f"column(s) {', '.join(missing)} of {log.master} were dropped or renamed since its "
+            f"log {log.log_table} was created"
         )
-    return [current[c] for c in config.master_columns]
+    logged = {c.name: c.type for c in log.meta.columns}
+    retyped = [
+        f"{n} ({logged[n]} -> {current[n].type})"
+        for n in log.config.columns
+        if n in logged and current[n].type != logged[n]
+    ]
+    if retyped:
+        return (
+            f"column(s) {', '.join(retyped)} of {log.master} changed type since its log "
+            f"{log.log_table} was created"
+        )
+    return None
+
+
+def recreate_fix(master: TableName) -> str:
+    return (
+        f"Fix: run drop_mview_log('{master}') and create_mview_log('{master}') again (views "
+        "on it then refresh completely once)."
+    )
+
+
+def master_columns(log: LoadedLog, master: TableMeta) -> list[mt.Column]:
+    """The master columns recorded at log creation, checked against the master today."""
+    mismatch = log_mismatch(log, master)
+    if mismatch:
+        raise FastRefreshError(
+            f"The materialized view log cannot record changes: {mismatch}. "
+            + recreate_fix(log.master)
+        )
+    current = {c.name: c for c in master.columns}
+    return [current[c] for c in log.config.master_columns]
 
 
 def no_log_error(master: TableName) -> FastRefreshError:
@@ -163,6 +196,47 @@ def no_log_error(master: TableName) -> FastRefreshError:
 
 
 # -- create and drop --------------------------------------------------------------------
+
+
+def column_list(value: object, argument: str) -> list[str] | None:
+    """A list of column names as run-operation arguments give it: a list, or one string
+    of comma-separated names (``key: id`` or ``columns: 'a, b'``); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value]
+    raise FastRefreshError(
+        f"create_mview_log {argument} must be a list of column names, got {value!r}. "
+        f"Fix: {argument}=['a', 'b'] (or {argument}='a, b'; [] for none)."
+    )
+
+
+def flag(value: object, argument: str) -> bool:
+    """A yes/no run-operation argument: a boolean, or its YAML/CLI spelling as a string
+    (``'false'`` is no, where ``bool('false')`` would be yes)."""
+    if isinstance(value, bool):
+        return value
+    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    if isinstance(value, (str, int)) and str(value).strip().lower() in words:
+        return words[str(value).strip().lower()]
+    raise FastRefreshError(
+        f"create_mview_log {argument} must be true or false, got {value!r}. "
+        f"Fix: {argument}: true (or false)."
+    )
+
+
+def reserved_columns(meta: TableMeta) -> list[str]:
+    """Master columns whose names the log or the views keep for themselves (a
+    fast_refresh model's storage table has __fr_ columns of its own: they stay)."""
+    own = set(LOG_OWN_COLUMNS)
+    storage = VIEW_CONFIG in meta.properties
+    return [
+        c.name
+        for c in meta.columns
+        if c.name in own or (c.name.startswith("__fr_") and not storage)
+    ]
 
 
 def _resolve_key(meta: TableMeta, master: TableName, key: Sequence[str] | None) -> list[str]:
@@ -232,20 +306,14 @@ def create_mview_log(
     master = master_table(env, master_name)
     mode = _purge_mode(purge)
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
-    maps = [c.name for c in meta.columns if not c.comparable]
-    if maps:
-        raise FastRefreshError(
-            f"{master} has MAP column(s) {', '.join(maps)}, which Spark cannot compare, so "
-            "changes to its rows cannot be told apart. Fix: store them as a struct/array or a "
-            "JSON string, or keep them in another table."
-        )
+    _check_master_columns(meta, master)
     log_table = log_table_for(master)
     with env.runtime.holding([log_lock(log_table)]):
         if _check_name_free(env, master, log_table, if_not_exists=if_not_exists):
             return f"materialized view log {log_table} on {master} already exists: kept"
         names = [c.name for c in meta.columns]
-        key_columns = _resolve_key(meta, master, key)
-        logged = _logged(master, names, key_columns, columns)
+        key_columns = _resolve_key(meta, master, column_list(key, "key"))
+        logged = _logged(master, names, key_columns, column_list(columns, "columns"))
         created = env.clock()
         config = LogConfig(
             master=master, log_table=log_table,
@@ -266,6 +334,25 @@ def create_mview_log(
         f"{len(logged)} column(s), {flavour} flavour, {mode.value} purge, capturing from "
         f"snapshot {meta.current_snapshot}"
     )
+
+
+def _check_master_columns(meta: TableMeta, master: TableName) -> None:
+    """Refuse a master whose columns a log cannot hold: MAP columns (not comparable) and
+    names the log or the views keep for themselves."""
+    maps = [c.name for c in meta.columns if not c.comparable]
+    if maps:
+        raise FastRefreshError(
+            f"{master} has MAP column(s) {', '.join(maps)}, which Spark cannot compare, so "
+            "changes to its rows cannot be told apart. Fix: store them as a struct/array or a "
+            "JSON string, or keep them in another table."
+        )
+    reserved = reserved_columns(meta)
+    if reserved:
+        raise FastRefreshError(
+            f"{master} has column(s) {', '.join(reserved)}, whose names dbt-fastrefresh keeps "
+            f"for its own (a log's {', '.join(LOG_OWN_COLUMNS)}, and __fr_*). Fix: rename "
+            "them in the master (ALTER TABLE ... RENAME COLUMN), then create the log."
+        )
 
 
 def _purge_mode(purge: object) -> PurgeMode:
@@ -311,10 +398,7 @@ def _create_sql(config: LogConfig, meta: TableMeta, state: LogState) -> str:
     types = {c.name: c.type for c in meta.columns}
     body = [f"{ident(n)} {types[n]}" for n in config.columns]
     body += [] if config.commit_scn else ["snaptime__ TIMESTAMP_NTZ"]
-    body += [
-        "dmltype__ STRING", "old_new__ STRING", "change_vector__ BINARY",
-        "sequence__ BIGINT", "xid__ BIGINT", "capture__ BIGINT",
-    ]  # fmt: skip
+    body += [f"{n} {t}" for n, t in LOG_OWN_COLUMNS.items() if n != "snaptime__"]
     properties: dict[str, str] = {
         **LOG_TABLE_PROPERTIES,
         "fast_refresh.master": str(config.master),

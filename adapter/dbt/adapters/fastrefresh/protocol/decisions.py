@@ -74,6 +74,7 @@ class ReasonCode(str, enum.Enum):
     PURGED = "purged"
     SNAPSHOT_UNKNOWN = "snapshot_unknown"
     LOG_LACKS_COLUMNS = "log_lacks_columns"
+    LOG_BROKEN = "log_broken"
     HISTORY_GONE = "history_gone"
     RANGE_TOO_LARGE = "range_too_large"
 
@@ -81,7 +82,9 @@ class ReasonCode(str, enum.Enum):
 EXPECTED = frozenset({ReasonCode.METHOD_COMPLETE, ReasonCode.FULL_REFRESH, ReasonCode.FIRST_BUILD})
 # Codes that make the registry say NEEDS_COMPILE (the definition or a master changed);
 # the others that fail a refresh make it UNUSABLE.
-NEEDS_COMPILE = frozenset({ReasonCode.DEFINITION_CHANGED, ReasonCode.MASTER_COLUMNS_CHANGED})
+NEEDS_COMPILE = frozenset(
+    {ReasonCode.DEFINITION_CHANGED, ReasonCode.MASTER_COLUMNS_CHANGED, ReasonCode.LOG_BROKEN}
+)
 
 _REBUILD = (
     "run `dbt run --full-refresh -s <model>` once (a complete refresh), or set "
@@ -104,6 +107,11 @@ FIXES: dict[ReasonCode, str] = {
     ReasonCode.LOG_LACKS_COLUMNS: (
         "rewrite the query into a supported shape (see docs/fast-refresh.md), or set "
         "refresh_method='force'"
+    ),
+    ReasonCode.LOG_BROKEN: (
+        "drop that log and create it again: dbt run-operation fast_refresh.drop_mview_log "
+        "--args \"{{master: '{master}'}}\", then fast_refresh.create_mview_log with the same "
+        "args (the views on it then refresh completely once, and fast after)"
     ),
     ReasonCode.HISTORY_GONE: (
         _REBUILD + "; to refresh fast after the next change, keep the masters' snapshots "

@@ -49,7 +49,7 @@ from dbt.adapters.fastrefresh.registry.table import (
 )
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import Journal
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string, view_of
 
 logger = AdapterLogger("fastrefresh")
 
@@ -201,6 +201,39 @@ def ensure(env: Env) -> None:
                     f"CREATE VIEW {TableName(env.registry, view).sql} AS {view_sql(env, view)}"
                 )
         env.runtime.ensured.add(key)
+
+
+def rediscover(env: Env) -> tuple[int, int]:
+    """Put every materialized view log and fast_refresh view of the catalog in this
+    process's journal, so that the next publish shows each as it is now (``rebuild``).
+    One SHOW TABLES per schema; a table is read only when its name is a log's or a storage
+    table's. Returns (logs, views) found."""
+    journal = env.runtime.journal(env.registry)
+    logs = views = 0
+    for schema, *_ in env.sql.query("SHOW SCHEMAS"):
+        for name in sorted(mt.table_names(env.sql, str(schema))):
+            table_name = TableName(str(schema).lower(), name)
+            if name.startswith("mlog__"):
+                master = TableName(table_name.schema, name.removeprefix("mlog__"))
+                if load_log(env, master) is not None:
+                    journal.logs.add(str(master))
+                    logs += 1
+            elif (view := view_of(table_name)) is not None:
+                record = load_view(env, view)
+                if record is not None and record.config is not None:
+                    journal.views.add(str(view))
+                    views += 1
+    return logs, views
+
+
+def rebuild(env: Env) -> str:
+    """``rebuild_registry``: publish the current state of every log and view, after the
+    registry table was dropped (a new, empty one is created), truncated or edited by hand.
+    Their state lives on their own tables, so nothing the protocol needs was lost; the
+    refresh and capture history the registry lost stays lost."""
+    ensure(env)
+    logs, views = rediscover(env)
+    return f"registry: found {logs} log(s) and {views} view(s); " + publish(env)
 
 
 def _names(env: Env) -> tuple[set[str], set[str]]:

@@ -1,0 +1,203 @@
+"""Bad input, each refused with an error that names the object, the cause and the fix, and
+leaving no partial state (issue 25's catalogue; the registry's own cases are in
+test_registry.py, the profile's in tests/unit/test_connections.py, the operations' argument
+spellings in tests/unit/mlog/test_arguments.py, a refused query under `fast` in
+test_materialization.py, expired snapshots in test_refresh_choice.py).
+
+Each test drives the protocol on the test session, as dbt's operations and materialization
+do, and checks the refusal and what is left afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh import admin
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import (
+    PATHS,
+    env_for,
+    keyed_master_with_log,
+    matches,
+    refresh_and_check,
+)
+
+AGGREGATE = "SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m GROUP BY g"
+
+
+def built(spark: Any, schema: str, path: str = "java") -> tuple[Any, str, TableName]:
+    """A keyed master ``m`` with its log and an aggregate view ``v`` built over it."""
+    env = keyed_master_with_log(spark, schema, rows=30, groups=4, path=path)
+    sql = AGGREGATE.format(s=schema)
+    view = TableName(schema, "v")
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    return env, sql, view
+
+
+def tables(spark: Any, schema: str) -> set[str]:
+    return {r.tableName for r in spark.sql(f"SHOW TABLES IN {schema}").collect()}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(
+    ("change", "cause"),
+    [
+        ("DROP COLUMN x", r"column\(s\) x of .*\.m were dropped or renamed"),
+        ("RENAME COLUMN x TO x2", r"column\(s\) x of .*\.m were dropped or renamed"),
+        ("ALTER COLUMN x TYPE BIGINT", r"column\(s\) x \(int -> bigint\) of .*\.m changed type"),
+    ],
+    ids=["dropped", "renamed", "retyped"],
+)
+def test_a_master_whose_columns_no_longer_fit_its_log(
+    spark: Any, path: str, change: str, cause: str
+) -> None:
+    """Capture refuses naming the columns and the fix; `fast` fails the same way and leaves
+    the view as it was; `force` rebuilds completely, saying why, and does not register on
+    the log; once the log is recreated the view refreshes fast again."""
+    s = f"bad_cols_{path}_{change.split()[0].lower()}"
+    env, _, view = built(spark, s, path)
+    spark.sql(f"ALTER TABLE {s}.m {change}")
+    column = {"DROP": "k", "RENAME": "x2", "ALTER": "x"}[change.split()[0]]
+    sql = f"SELECT g, count(*) AS n, sum({column}) AS sx FROM {s}.m GROUP BY g"
+    spark.sql(f"INSERT INTO {s}.m VALUES (100, 1, 5000000000)" if "BIGINT" in change else
+              f"INSERT INTO {s}.m VALUES (100, 1, 7)" if "RENAME" in change else
+              f"INSERT INTO {s}.m VALUES (100, 1)")  # fmt: skip
+    log_rows = spark.sql(f"SELECT count(*) FROM {s}.mlog__m").first()[0]
+
+    with pytest.raises(FastRefreshError, match=cause + r".*Fix: run drop_mview_log\('" + s):
+        capture.capture(env, TableName(s, "m"))
+    stored = spark.sql(f"SELECT * FROM {view.sql}").collect()
+    with pytest.raises(FastRefreshError, match=cause + r".*Fix: drop that log and create it again"):
+        refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+    assert sorted(spark.sql(f"SELECT * FROM {view.sql}").collect()) == sorted(stored)
+    assert spark.sql(f"SELECT count(*) FROM {s}.mlog__m").first()[0] == log_rows
+
+    result = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    assert result.refresh_type == "COMPLETE"
+    assert result.reason is not None and result.reason.code is ReasonCode.LOG_BROKEN
+    assert matches(spark, view, sql)
+    # Until the log is recreated, every refresh rebuilds and says why.
+    spark.sql(f"DELETE FROM {s}.m WHERE k = 3")
+    again = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    assert again.reason is not None and again.reason.code is ReasonCode.LOG_BROKEN, again.reason
+    assert matches(spark, view, sql)
+
+    mlog.drop_mview_log(env, f"{s}.m")
+    mlog.create_mview_log(env, f"{s}.m")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
+    spark.sql(f"UPDATE {s}.m SET g = 3 WHERE k < 5")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+
+
+def test_a_dropped_master_fails_the_refresh_naming_it_and_keeps_the_view(spark: Any) -> None:
+    s = "bad_dropped_master"
+    env, sql, view = built(spark, s)
+    stored = sorted(spark.sql(f"SELECT * FROM {view.sql}").collect())
+    spark.sql(f"DROP TABLE {s}.m")
+    with pytest.raises(Exception, match=rf"{s}`?\.`?m"):
+        refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    with pytest.raises(FastRefreshError, match=rf"The master table {s}\.m does not exist\. Fix:"):
+        capture.capture(env, TableName(s, "m"))
+    assert sorted(spark.sql(f"SELECT * FROM {view.sql}").collect()) == stored
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_log_on_a_view_is_refused_and_nothing_is_created(spark: Any, path: str) -> None:
+    s = f"bad_log_on_view_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.t (k BIGINT, v INT) USING iceberg")
+    spark.sql(f"CREATE VIEW {s}.pv AS SELECT k, v FROM {s}.t")
+    env = env_for(spark, f"{s}_registry", path)
+    with pytest.raises(FastRefreshError, match=rf"{s}\.pv is a view, not a table.*Fix: use the"):
+        mlog.create_mview_log(env, f"{s}.pv")
+    assert "mlog__pv" not in tables(spark, s)
+
+
+def test_master_columns_named_like_the_logs_own_are_refused(spark: Any) -> None:
+    s = "bad_reserved_columns"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (k BIGINT, sequence__ INT, __fr_note STRING) USING iceberg")
+    env = env_for(spark, f"{s}_registry")
+    with pytest.raises(
+        FastRefreshError, match=r"column\(s\) sequence__, __fr_note, whose names .*Fix: rename"
+    ):
+        mlog.create_mview_log(env, f"{s}.m", key=["k"])
+    assert "mlog__m" not in tables(spark, s)
+
+
+def test_key_and_columns_given_as_strings_name_columns(spark: Any) -> None:
+    """`--args "{master: s.t, key: id, columns: 'g, x'}"` hands over strings."""
+    s = "bad_string_arguments"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (id BIGINT, g INT, x INT, y INT) USING iceberg")
+    env = env_for(spark, f"{s}_registry")
+    said = mlog.create_mview_log(env, f"{s}.m", key="id", columns="g, x")
+    assert "keyed by (id), logging 2 column(s)" in said
+    mlog.drop_mview_log(env, f"{s}.m")
+    with pytest.raises(FastRefreshError, match=r"Key column\(s\) nope are not columns"):
+        mlog.create_mview_log(env, f"{s}.m", key="nope")
+    assert "mlog__m" not in tables(spark, s)
+
+
+def test_malformed_purge_log_arguments_are_refused_before_any_write(spark: Any) -> None:
+    s = "bad_purge_arguments"
+    env, _, _ = built(spark, s)
+    before = spark.sql(f"SELECT count(*) FROM {s}.mlog__m.snapshots").first()[0]
+    with pytest.raises(FastRefreshError, match=r"num must be a whole number >= 0, got 'x'\. Fix"):
+        admin.purge_log(env, f"{s}.m", "x", "delete")
+    with pytest.raises(FastRefreshError, match=r"flag must be 'delete' or 'nop', got 'nope'"):
+        admin.purge_log(env, f"{s}.m", 1, "nope")
+    spark.sql(f"CREATE TABLE {s}.other (k BIGINT) USING iceberg")
+    with pytest.raises(FastRefreshError, match=r"has no materialized view log.*Fix: dbt run-op"):
+        admin.purge_log(env, f"{s}.other", 1, "delete")
+    assert spark.sql(f"SELECT count(*) FROM {s}.mlog__m.snapshots").first()[0] == before
+
+
+def test_a_master_replaced_or_truncated(spark: Any) -> None:
+    """CREATE OR REPLACE loses the history the log follows: the view rebuilds, saying the
+    log is younger (ORA-12034); TRUNCATE TABLE is a delete of every row: captured, FAST."""
+    s = "bad_replaced_master"
+    env, sql, view = built(spark, s)
+    spark.sql(f"CREATE OR REPLACE TABLE {s}.m USING iceberg AS SELECT * FROM {s}.m WHERE k < 9")
+    result = refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
+    assert result.reason is not None and result.reason.code is ReasonCode.LOG_YOUNGER
+    assert "not an ancestor" in str(result.reason)
+    spark.sql(f"INSERT INTO {s}.m VALUES (50, 2, 3)")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    spark.sql(f"TRUNCATE TABLE {s}.m")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    assert spark.sql(f"SELECT count(*) FROM {view.sql}").first()[0] == 0
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_names_with_spaces_quotes_and_unicode(spark: Any, path: str) -> None:
+    """Column names with a space, a quote and non-ASCII letters: logged, and views over
+    them refresh fast (an aggregate and a keyed projection)."""
+    s = f"odd_names_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(
+        f"CREATE TABLE {s}.m (`my key` BIGINT NOT NULL, `grüppe` STRING, `it's` INT) USING iceberg"
+    )
+    spark.sql(f"ALTER TABLE {s}.m SET IDENTIFIER FIELDS `my key`")
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 'ä', 1), (2, 'b', 2), (3, 'ä', 3)")
+    env = env_for(spark, f"{s}_registry", path)
+    mlog.create_mview_log(env, f"{s}.m")
+    views = {
+        TableName(s, "agg"): f"SELECT `grüppe`, count(*) AS `n of it's`, sum(`it's`) AS `s x` "
+        f"FROM {s}.m GROUP BY `grüppe`",
+        TableName(s, "proj"): f"SELECT `my key`, `grüppe` FROM {s}.m WHERE `it's` > 1",
+    }
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"UPDATE {s}.m SET `it's` = 5, `grüppe` = 'ö' WHERE `my key` = 1")
+    spark.sql(f"DELETE FROM {s}.m WHERE `my key` = 2")
+    spark.sql(f"INSERT INTO {s}.m VALUES (4, 'ä', 7)")
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
