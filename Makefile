@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: demo demo-dag test test-slow test-all lint format check-java venv clean bench bench-quick bench-micro bench-large
+.PHONY: demo demo-dag test test-slow test-all test-cluster test-soak lint format check-java venv clean bench bench-quick bench-micro bench-large
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] < (3, 13) else 1)' || \
@@ -41,13 +41,28 @@ demo-dag: check-java $(STAMP)
 XDIST ?= -n 2 --dist worksteal
 
 test: check-java $(STAMP)
-	$(BIN)/pytest -m "not slow" $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not cluster and not soak" $(XDIST) $(PYTEST_ARGS)
 
 test-slow: check-java $(STAMP)
-	$(BIN)/pytest -m "slow" $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest -m "slow and not cluster and not soak" $(XDIST) $(PYTEST_ARGS)
 
 test-all: check-java $(STAMP)
-	$(BIN)/pytest $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not cluster" $(XDIST) $(PYTEST_ARGS)
+
+# The soak: thousands of DML batches and refreshes over a dozen views on three logs, with
+# purges, unregistering and releasing interleaved (tests/functional/test_soak.py; two runs,
+# FASTREFRESH_SOAK_BATCHES batches each, 1000 by default, side by side: about an hour).
+test-soak: check-java $(STAMP)
+	$(BIN)/pytest -m soak $(XDIST) -s $(PYTEST_ARGS)
+
+# The same tests on a real cluster: a Spark standalone master and two workers (separate
+# JVMs, started from the pyspark install by tests/standalone.py), the driver in pytest.
+# The consistency oracle, the seed traces and the dbt materialization tests run there,
+# with the checks that the executors are the workers' (tests/cluster). CI runs it.
+CLUSTER_TESTS ?= tests/cluster tests/functional/test_oracle.py \
+  tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py
+test-cluster: check-java $(STAMP)
+	FASTREFRESH_TEST_CLUSTER=standalone $(BIN)/pytest -m "not slow" -p no:xdist $(PYTEST_ARGS) $(CLUSTER_TESTS)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
 # (50 minutes on 2 cores, measured 2026-11-23)

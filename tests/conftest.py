@@ -7,6 +7,8 @@ dbt-tests-adapter's ``run_dbt``) then reuses it instead of starting a JVM per co
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +23,48 @@ def spark_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.getbasetemp() / "spark-state"
 
 
+# `make test-cluster` sets this: the same tests then run with their executors in a Spark
+# standalone cluster (a master and two workers, separate JVMs) instead of the driver's JVM.
+ON_CLUSTER = os.environ.get("FASTREFRESH_TEST_CLUSTER") == "standalone"
+
+
 @pytest.fixture(scope="session")
-def spark(spark_state_dir: Path):  # type: ignore[no-untyped-def]
+def cluster_parameters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The profile's ``server_side_parameters``: none for the embedded default; on a
+    standalone cluster, what points the session at it."""
+    if not ON_CLUSTER:
+        yield {}
+        return
+    from tests.standalone import StandaloneCluster
+
+    cluster = StandaloneCluster(tmp_path_factory.getbasetemp() / "standalone").start()
+    try:
+        yield cluster.session_parameters()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(spark_state_dir: Path, cluster_parameters: dict[str, str]):  # type: ignore[no-untyped-def]
     from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
-    session = start_session(spark_state_dir)
+    session = start_session(spark_state_dir, cluster_parameters)
     yield session
+    if ON_CLUSTER:
+        session.stop()
 
 
 @pytest.fixture(scope="class")
-def dbt_profile_target(spark, spark_state_dir: Path) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    """The profile of every functional test: the embedded default, shared state folder."""
-    return {"type": "fastrefresh", "threads": 1, "state_dir": str(spark_state_dir)}
+def dbt_profile_target(
+    spark, spark_state_dir: Path, cluster_parameters: dict[str, str]
+) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """The profile of every functional test: the embedded default (or the standalone
+    cluster, under `make test-cluster`), shared state folder."""
+    profile: dict[str, object] = {
+        "type": "fastrefresh",
+        "threads": 1,
+        "state_dir": str(spark_state_dir),
+    }
+    if cluster_parameters:
+        profile["server_side_parameters"] = dict(cluster_parameters)
+    return profile
