@@ -201,3 +201,47 @@ def test_names_with_spaces_quotes_and_unicode(spark: Any, path: str) -> None:
     spark.sql(f"INSERT INTO {s}.m VALUES (4, 'ä', 7)")
     for view, sql in views.items():
         refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+
+
+def test_drop_mview_log_while_a_refresh_reads_it_is_refused(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh in another thread is held right after its MERGE (its wrap-up, which
+    registers and purges on the log, still to come); drop_mview_log then refuses, and the
+    refresh finishes FAST and exact. Once it has, the drop goes through."""
+    import threading
+
+    from dbt.adapters.fastrefresh.runtime import faults
+
+    s = "bad_drop_during_refresh"
+    env, sql, view = built(spark, s)
+    spark.sql(f"UPDATE {s}.m SET x = 5 WHERE k < 4")
+    merged, go_on = threading.Event(), threading.Event()
+    real_point = faults.point
+
+    def pause_after_merge(name: str) -> None:
+        if name == "apply.after_merge" and threading.current_thread().name == "refresher":
+            merged.set()
+            assert go_on.wait(120), "the test never let the refresh go on"
+        real_point(name)
+
+    monkeypatch.setattr(faults, "point", pause_after_merge)
+    results: list[Any] = []
+    refresher = threading.Thread(
+        name="refresher",
+        target=lambda: results.append(
+            refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+        ),
+    )
+    refresher.start()
+    try:
+        assert merged.wait(300), "the refresh never reached its MERGE"
+        with pytest.raises(FastRefreshError, match=r"is in use by a refresh.*Nothing was dropped"):
+            mlog.drop_mview_log(env, f"{s}.m")
+        assert "mlog__m" in tables(spark, s)
+    finally:
+        go_on.set()
+        refresher.join(300)
+    assert results and results[0].refresh_type == "FAST"
+    assert matches(spark, view, sql)
+    assert "dropped materialized view log" in mlog.drop_mview_log(env, f"{s}.m")

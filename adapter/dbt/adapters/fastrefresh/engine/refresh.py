@@ -411,8 +411,17 @@ class _Refresh:
         return now
 
     def run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
+        masters = [self._with_log(m) for m in load_masters(self.env, self.sql)]
+        logs = [m.log.log_table for m in masters if m.log is not None]
+        # From its setup to its wrap-up, the logs this refresh works on are not dropped by
+        # this process's other threads (drop_mview_log refuses them).
+        with self.env.runtime.using(str(log) for log in logs):
+            return self._run(masters, full_refresh=full_refresh, exists=exists)
+
+    def _run(
+        self, masters: list[MasterState], *, full_refresh: bool, exists: bool
+    ) -> RefreshResult:
         env = self.env
-        masters = [self._with_log(m) for m in load_masters(env, self.sql)]
         plan = plan_of(env, self.sql, masters)
         record = self._record() if exists else None
         columns_hash = schema_hash(masters)

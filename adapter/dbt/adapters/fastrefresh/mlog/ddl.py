@@ -417,6 +417,13 @@ def drop_mview_log(env: Env, master_name: object) -> str:
     master = master_table(env, master_name)
     log_table = log_table_for(master)
     with env.runtime.holding([log_lock(log_table)]):
+        if env.runtime.in_use.get(str(log_table)):
+            raise FastRefreshError(
+                f"The materialized view log {log_table} is in use by a refresh running in "
+                "this process (another dbt thread); dropping it now would fail that refresh "
+                "half-way. Nothing was dropped. Fix: drop it when the run has finished (dbt "
+                "run-operation fast_refresh.drop_mview_log in its own invocation)."
+            )
         meta = env.tables.load(log_table, fresh=True)
         if meta is None:
             raise no_log_error(master)

@@ -12,6 +12,8 @@
 - ``plans``: query analyses, by query text and master schemas.
 - ``ensured``: registry schemas known to exist and be current.
 - ``commits``/``reading``: the upkeep of dbt-fastrefresh's own tables (``protocol/upkeep.py``).
+- ``in_use``: the logs a refresh of this process works on, from its setup to its wrap-up
+  (``drop_mview_log`` refuses them meanwhile: the refresh would fail half-way).
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class Runtime:
         self.ensured: set[str] = set()
         self.commits: dict[str, int] = {}
         self.reading: dict[str, int] = {}
+        self.in_use: dict[str, int] = {}
 
     def reset(self) -> None:
         """Forget everything (tests; a process that starts over)."""
@@ -117,6 +120,24 @@ class Runtime:
             for name in ordered:
                 stack.enter_context(self._lock(name))
             yield
+
+    @contextlib.contextmanager
+    def using(self, names: Iterable[str]) -> Iterator[None]:
+        """Count ``names`` in ``in_use`` for as long as the block runs."""
+        keys = list(names)
+        with self._guard:
+            for key in keys:
+                self.in_use[key] = self.in_use.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._guard:
+                for key in keys:
+                    left = self.in_use[key] - 1
+                    if left:
+                        self.in_use[key] = left
+                    else:
+                        del self.in_use[key]
 
     # -- refresh times -------------------------------------------------------------------
 
