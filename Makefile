@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?= --durations=25
 
-.PHONY: demo demo-dag test test-slow test-all test-cluster test-soak lint format check-java venv clean bench bench-quick bench-micro bench-large
+.PHONY: demo demo-dag test test-slow test-all test-cluster test-shared postgres-deps test-soak lint format check-java venv clean bench bench-quick bench-micro bench-large
 
 $(STAMP): pyproject.toml requirements/constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 10) <= sys.version_info[:2] < (3, 13) else 1)' || \
@@ -41,13 +41,13 @@ demo-dag: check-java $(STAMP)
 XDIST ?= -n 2 --dist worksteal
 
 test: check-java $(STAMP)
-	$(BIN)/pytest -m "not slow and not cluster and not soak" $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not cluster and not soak and not shared" $(XDIST) $(PYTEST_ARGS)
 
 test-slow: check-java $(STAMP)
-	$(BIN)/pytest -m "slow and not cluster and not soak" $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest -m "slow and not cluster and not soak and not shared" $(XDIST) $(PYTEST_ARGS)
 
 test-all: check-java $(STAMP)
-	$(BIN)/pytest -m "not cluster" $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not cluster and not shared" $(XDIST) $(PYTEST_ARGS)
 
 # The soak: thousands of DML batches and refreshes over a dozen views on three logs, with
 # purges, unregistering and releasing interleaved (tests/functional/test_soak.py; two runs,
@@ -81,6 +81,25 @@ bench-micro: check-java $(STAMP)
 # The size sweep with its large master (100M rows): results under benchmarks/results/large.
 bench-large: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py --large --sweeps size --out benchmarks/results/large
+
+# Debian's PostgreSQL server and its JDBC driver, for the shared-catalog tests (installed
+# only when missing; as root, or through sudo).
+postgres-deps:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ -f /usr/share/java/postgresql.jar ]; then exit 0; fi; \
+	SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$SUDO apt-get install -y -q postgresql libpostgresql-jdbc-java || \
+	  { $$SUDO apt-get update -q && $$SUDO apt-get install -y -q postgresql libpostgresql-jdbc-java; }
+
+# Several dbt processes on one shared catalog: an Iceberg JDBC catalog on a PostgreSQL
+# server the tests start (Debian's postgresql and libpostgresql-jdbc-java; .ci/run installs
+# them). The multi-process tests (tests/shared), then the seed traces, the materialization,
+# the DAG and the threads tests with the session's catalog on that server, leases on.
+SHARED_TESTS ?= tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py \
+  tests/functional/test_dag.py tests/functional/test_concurrency.py tests/functional/test_dbt_basics.py
+test-shared: check-java postgres-deps $(STAMP)
+	$(BIN)/pytest -m shared -p no:xdist $(PYTEST_ARGS) tests/shared
+	FASTREFRESH_TEST_CATALOG=jdbc $(BIN)/pytest -m "not slow" -p no:xdist $(PYTEST_ARGS) $(SHARED_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check adapter tests examples benchmarks scripts

@@ -44,27 +44,62 @@ def cluster_parameters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         cluster.stop()
 
 
+# `make test-shared` sets this: the session catalog is then an Iceberg JDBC catalog on a
+# PostgreSQL server the tests start (runtime/catalog.py), as several dbt processes share it.
+ON_SHARED_CATALOG = os.environ.get("FASTREFRESH_TEST_CATALOG") == "jdbc"
+
+
 @pytest.fixture(scope="session")
-def spark(spark_state_dir: Path, cluster_parameters: dict[str, str]):  # type: ignore[no-untyped-def]
+def shared_catalog_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The profile's ``catalog`` on a PostgreSQL server of this test process (empty: the
+    embedded default's own catalog)."""
+    if not ON_SHARED_CATALOG:
+        yield {}
+        return
+    from tests.postgres import PostgresServer
+
+    server = PostgresServer().start()
+    try:
+        yield {
+            "uri": server.create_database("iceberg"),
+            "user": server.user,
+            "warehouse": str(tmp_path_factory.getbasetemp() / "shared-warehouse"),
+        }
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(  # type: ignore[no-untyped-def]
+    spark_state_dir: Path,
+    cluster_parameters: dict[str, str],
+    shared_catalog_profile: dict[str, str],
+):
+    from dbt.adapters.fastrefresh.runtime.catalog import SharedCatalog
     from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
-    session = start_session(spark_state_dir, cluster_parameters)
+    catalog = SharedCatalog.parse(shared_catalog_profile) if shared_catalog_profile else None
+    session = start_session(spark_state_dir, cluster_parameters, catalog)
     yield session
-    if ON_CLUSTER:
+    if ON_CLUSTER or catalog is not None:
         session.stop()
 
 
 @pytest.fixture(scope="class")
 def dbt_profile_target(
-    spark, spark_state_dir: Path, cluster_parameters: dict[str, str]
+    spark,
+    spark_state_dir: Path,
+    cluster_parameters: dict[str, str],
+    shared_catalog_profile: dict[str, str],
 ) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """The profile of every functional test: the embedded default (or the standalone
-    cluster, under `make test-cluster`), shared state folder."""
-    profile: dict[str, object] = {
-        "type": "fastrefresh",
-        "threads": 1,
-        "state_dir": str(spark_state_dir),
-    }
+    cluster, under `make test-cluster`; the shared catalog, under `make test-shared`),
+    shared state folder."""
+    profile: dict[str, object] = {"type": "fastrefresh", "threads": 1}
+    if shared_catalog_profile:
+        profile["catalog"] = dict(shared_catalog_profile)
+    else:
+        profile["state_dir"] = str(spark_state_dir)
     if cluster_parameters:
         profile["server_side_parameters"] = dict(cluster_parameters)
     return profile

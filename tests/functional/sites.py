@@ -4,6 +4,7 @@ query recomputed."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from dbt.adapters.fastrefresh.engine import refresh
@@ -13,11 +14,13 @@ from dbt.adapters.fastrefresh.sqltext import TableName
 
 # The two ways to the same state (iceberg/tables.py): tests that care run on both.
 PATHS = ("java", "sql")
+# Under `make test-shared` the session's catalog is shared (tests/conftest.py).
+SHARED = os.environ.get("FASTREFRESH_TEST_CATALOG") == "jdbc"
 
 
 def env_for(spark: Any, registry: str, path: str = "java") -> Env:
     """A protocol environment on the test session (``path``: Java API or SQL only)."""
-    return Env.for_spark(spark, registry, java=path == "java")
+    return Env.for_spark(spark, registry, java=path == "java", shared=SHARED)
 
 
 def keyed_master_with_log(

@@ -128,3 +128,65 @@ def test_a_state_dir_nothing_would_use_is_refused_with_the_fix() -> None:
         creds(method="thrift", host="spark", state_dir="state")
     with pytest.raises(DbtRuntimeError, match="state_dir is set"):
         creds(embedded=False, state_dir="state")
+
+
+def test_a_shared_catalog_replaces_the_state_folders_metastore(tmp_path: Path) -> None:
+    driver = tmp_path / "driver.jar"
+    driver.write_bytes(b"")
+    c = creds(
+        catalog={
+            "uri": "jdbc:postgresql://db:5432/iceberg",
+            "user": "ice",
+            "password": "secret",
+            "warehouse": "/shared/wh",
+            "jars": str(driver),
+            "lease_seconds": 30,
+        }
+    )
+    assert c.shared and c.shared_catalog is not None
+    assert c.shared_catalog.lease_seconds == 30
+    assert c.shared_catalog.jars == (str(driver),)
+    params = c.server_side_parameters
+    for prefix in ("spark.sql.catalog.spark_catalog", "spark.sql.catalog.default_iceberg"):
+        assert params[prefix] == "org.apache.iceberg.spark.SparkCatalog"
+        assert params[f"{prefix}.type"] == "jdbc"
+        assert params[f"{prefix}.uri"] == "jdbc:postgresql://db:5432/iceberg"
+        assert params[f"{prefix}.jdbc.user"] == "ice"
+        assert params[f"{prefix}.jdbc.password"] == "secret"
+        assert params[f"{prefix}.jdbc.schema-version"] == "V1"
+        assert params[f"{prefix}.warehouse"] == "/shared/wh"
+    assert params["spark.sql.catalogImplementation"] == "in-memory"
+    assert not any("derby" in v.lower() or "jdo" in k for k, v in params.items())
+    assert "secret" not in c.shared_catalog.describe()
+    assert "catalog" not in c._connection_keys()  # dbt debug would print the password
+
+
+@pytest.mark.parametrize(
+    ("catalog", "extra", "message"),
+    [
+        ({"uri": "jdbc:sqlite:x"}, {}, "catalog has no 'warehouse'"),
+        ({"warehouse": "/w"}, {}, "catalog has no 'uri'"),
+        ("jdbc:postgresql://db/x", {}, "catalog must be a mapping"),
+        ({"uri": "jdbc:sqlite:x", "warehouse": "/w", "jars": "/no/such.jar"}, {}, "do not exist"),
+        ({"uri": "jdbc:sqlite:x", "warehouse": "/w", "lease_seconds": "soon"}, {}, "number"),
+        ({"uri": "jdbc:sqlite:x", "warehouse": "/w", "lease_seconds": 0}, {}, "must be > 0"),
+        ({"uri": "jdbc:sqlite:x", "warehouse": "/w"}, {"state_dir": "s"}, "both set"),
+        ({"uri": "jdbc:sqlite:x", "warehouse": "/w"}, {"method": "thrift", "host": "h"}, "thrift"),
+        ({"uri": "jdbc:sqlite:x", "warehouse": "/w"}, {"embedded": False}, "embedded: false"),
+    ],
+)
+def test_a_malformed_catalog_is_refused_naming_the_fix(
+    catalog: object, extra: dict[str, object], message: str
+) -> None:
+    with pytest.raises(DbtRuntimeError, match=f"(?s){message}.*Fix"):
+        creds(catalog=catalog, **extra)
+
+
+def test_a_postgresql_catalog_without_its_driver_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from dbt.adapters.fastrefresh.runtime import catalog
+
+    monkeypatch.setitem(catalog.SYSTEM_JARS, "postgresql", str(tmp_path / "absent.jar"))
+    with pytest.raises(DbtRuntimeError, match="apt-get install libpostgresql-jdbc-java"):
+        creds(catalog={"uri": "jdbc:postgresql://db/x", "warehouse": "/w"})

@@ -50,7 +50,7 @@ def purge_log(env: Env, master_name: object, num: object = 1, flag: object = "de
             "for the num least recently refreshed views; flag='delete' for at least one, even "
             "when num=0."
         )
-    with env.runtime.holding([log_lock(log_table_for(master))]):
+    with env.holding([log_lock(log_table_for(master))]):
         log = load_log(env, master)
         if log is None:
             raise no_log_error(master)
@@ -81,7 +81,7 @@ def purge_mview_from_log(env: Env, mview_name: object, master_name: object | Non
     candidates = _candidate_masters(env, mview) if master is None else [master]
     messages = []
     for name in candidates:
-        with env.runtime.holding([log_lock(log_table_for(name))]):
+        with env.holding([log_lock(log_table_for(name))]):
             log = load_log(env, name)
             if log is None or str(mview) not in log.state.users:
                 continue

@@ -24,6 +24,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA
 from dbt.adapters.fastrefresh.runtime import embedded
+from dbt.adapters.fastrefresh.runtime.catalog import CatalogConfigError, SharedCatalog
 
 logger = AdapterLogger("fastrefresh")
 
@@ -54,10 +55,18 @@ class FastrefreshCredentials(SparkCredentials):
     # Java API when Spark runs in this process, the session method; else SQL), "java"
     # (require the Java API), "sql" (Spark SQL only, as over thrift/http/odbc).
     iceberg_api: str = "auto"
+    # A shared Iceberg catalog (runtime/catalog.py) instead of the state folder's: several
+    # dbt processes, on one machine or many, refresh the same views and logs at once.
+    catalog: dict[str, Any] | None = None
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
         _refuse_unknown_fields(cls, data)
+        if isinstance(data, dict) and data.get("catalog") is not None:
+            try:  # before dbt's own check of the field's type, which names no fix
+                SharedCatalog.parse(data["catalog"])
+            except CatalogConfigError as exc:
+                raise DbtRuntimeError(str(exc)) from exc
         data = super().__pre_deserialize__(data)
         data.setdefault("method", SparkConnectionMethod.SESSION.value)
         if data["method"] == SparkConnectionMethod.SESSION.value:
@@ -69,6 +78,8 @@ class FastrefreshCredentials(SparkCredentials):
         super().__post_init__()
         if self.embedded is None:
             self.embedded = self.method == SparkConnectionMethod.SESSION
+        if self.catalog is not None:
+            self._check_catalog()
         if not self.embedded and self.state_dir is not None:
             raise DbtRuntimeError(
                 "state_dir is set, but the profile does not use the embedded default "
@@ -93,12 +104,47 @@ class FastrefreshCredentials(SparkCredentials):
                 f"profile says method: {self.method}. Fix: remove iceberg_api (auto uses SQL "
                 "over a remote connection) or set method: session."
             )
-        if self.embedded:
+        if self.embedded and self.catalog is not None:
+            self.server_side_parameters = embedded.session_parameters(
+                None, self.server_side_parameters, self.shared_catalog
+            )
+        elif self.embedded:
             state_dir = embedded.resolve_state_dir(self.state_dir, _project_dir())
             self.state_dir = str(state_dir)
             self.server_side_parameters = embedded.session_parameters(
                 state_dir, self.server_side_parameters
             )
+
+    def _check_catalog(self) -> None:
+        if self.method != SparkConnectionMethod.SESSION or self.embedded is False:
+            raise DbtRuntimeError(
+                f"catalog is set, but the profile says method: {self.method}"
+                + (", embedded: false" if self.embedded is False else "")
+                + ". The catalog field configures the Spark that runs in the dbt process. Fix: "
+                "use method: session without `embedded: false`, or remove catalog and give the "
+                "cluster's catalog settings to its Spark (README: 'On a real Spark cluster')."
+            )
+        if self.state_dir is not None:
+            raise DbtRuntimeError(
+                "state_dir and catalog are both set: with a shared catalog nothing is kept in a "
+                "state folder. Fix: remove state_dir."
+            )
+        try:
+            parsed = SharedCatalog.parse(self.catalog)
+        except CatalogConfigError as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        object.__setattr__(self, "_shared_catalog", parsed)
+
+    @property
+    def shared_catalog(self) -> SharedCatalog | None:
+        """The profile's ``catalog``, validated (None: the embedded default or a cluster)."""
+        return getattr(self, "_shared_catalog", None)
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes may write the same tables (a shared catalog, or a
+        cluster's): then leases keep the protocol's writes apart across processes."""
+        return self.catalog is not None or not self.embedded
 
     @property
     def type(self) -> str:
@@ -111,7 +157,7 @@ class FastrefreshCredentials(SparkCredentials):
             "state_dir",
             "registry_schema",
             "iceberg_api",
-        )
+        )  # not catalog: it may hold a password, and dbt debug prints these
 
 
 def _refuse_unknown_fields(cls: type, data: Any) -> None:
@@ -154,9 +200,14 @@ class FastrefreshConnectionManager(SparkConnectionManager):
             if "spark.jars" in creds.server_side_parameters and getattr(creds, "_prepared", False):
                 return
             try:
-                state_dir = embedded.resolve_state_dir(creds.state_dir, None)
+                catalog = creds.shared_catalog
+                state_dir = (
+                    None
+                    if catalog is not None
+                    else embedded.resolve_state_dir(creds.state_dir, None)
+                )
                 creds.server_side_parameters = embedded.prepare_embedded(
-                    creds.server_side_parameters, state_dir
+                    creds.server_side_parameters, state_dir, catalog
                 )
                 embedded.check_running_session(creds.server_side_parameters)
             except (embedded.EmbeddedSparkError, RuntimeError) as exc:

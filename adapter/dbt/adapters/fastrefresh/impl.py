@@ -85,6 +85,52 @@ class FastrefreshAdapter(SparkAdapter):
             relations.append(relation)
         return relations
 
+    def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        """dbt-spark's listing; on a shared catalog (Iceberg's own: every table an Iceberg
+        table), ``SHOW TABLES`` and ``SHOW VIEWS``, two statements. dbt-spark's fallback for
+        Iceberg catalogs lists no views (``SHOW TABLES`` of a v2 catalog leaves them out)
+        and runs a ``DESCRIBE`` per table."""
+        if getattr(self.config.credentials, "shared_catalog", None) is None:
+            return super().list_relations_without_caching(schema_relation)  # type: ignore[no-any-return]
+        from dbt.adapters.contracts.relation import RelationType
+        from dbt.adapters.spark.impl import SCHEMA_NOT_FOUND_MESSAGES
+        from dbt_common.exceptions import DbtRuntimeError
+
+        schema = schema_relation.schema
+        quoted = "`" + str(schema).replace("`", "``") + "`"
+        try:
+            _, tables = self.execute(f"SHOW TABLES IN {quoted}", fetch=True)
+            _, views = self.execute(f"SHOW VIEWS IN {quoted}", fetch=True)
+        except DbtRuntimeError as exc:
+            if any(m in str(exc) for m in SCHEMA_NOT_FOUND_MESSAGES):
+                return []
+            raise
+        found: list[BaseRelation] = []
+        view_names = {str(row[1]) for row in views if not row[2]}
+        for row in tables:
+            if row[2] or str(row[1]) in view_names:  # temporary, or a view listed twice
+                continue
+            table = RelationType.Table
+            found.append(
+                self.Relation.create(
+                    schema=schema, identifier=str(row[1]), type=table, is_iceberg=True
+                )
+            )
+        found += [
+            self.Relation.create(schema=schema, identifier=name, type=RelationType.View)
+            for name in sorted(view_names)
+        ]
+        return found
+
+    def drop_schema(self, relation: BaseRelation) -> None:
+        """dbt-spark's ``DROP SCHEMA ... CASCADE``; on a shared catalog, whose Iceberg
+        catalog drops only empty namespaces (it ignores CASCADE), the schema's relations
+        are dropped first."""
+        if getattr(self.config.credentials, "shared_catalog", None) is not None:
+            for found in self.list_relations_without_caching(relation.without_identifier()):
+                self.drop_relation(found)
+        super().drop_schema(relation)
+
     @available.parse_none
     def fr_remove_dropped_location(self, relation: BaseRelation) -> None:
         """Embedded only: remove what a DROP left of a relation's warehouse folder.
@@ -103,6 +149,8 @@ class FastrefreshAdapter(SparkAdapter):
         creds = self.config.credentials
         if not getattr(creds, "embedded", False) or not relation.schema or not relation.identifier:
             return
+        if getattr(creds, "shared_catalog", None) is not None:
+            return  # Iceberg's own catalog: no such folder is left
         warehouse = creds.server_side_parameters.get("spark.sql.warehouse.dir", "")
         root = Path(warehouse.removeprefix("file:")).resolve()
         folder = (root / f"{relation.schema.lower()}.db" / relation.identifier.lower()).resolve()
@@ -122,7 +170,7 @@ class FastrefreshAdapter(SparkAdapter):
             x,
             tables_for(x, self._in_process_spark()),
             registry=str(getattr(creds, "registry_schema", DEFAULT_REGISTRY_SCHEMA)).lower(),
-            shared_catalog=not getattr(creds, "embedded", False),
+            shared_catalog=bool(getattr(creds, "shared", False)),
         )
 
     def _in_process_spark(self) -> Any:

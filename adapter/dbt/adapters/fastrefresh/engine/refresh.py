@@ -353,7 +353,7 @@ def refresh_view(
         docs: the comments the view carries (``persist_docs``).
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
-    with env.runtime.holding([f"view:{view}"]):
+    with env.holding([f"view:{view}"], purpose=f"refresh of {view}"):
         refresh = _Refresh(env, view, resolve_views(env, sql), chosen, table or TableSpec())
         refresh.on_schema_change = on_schema_change
         refresh.upstream = tuple(upstream)
@@ -522,6 +522,7 @@ class _Refresh:
         sources: Mapping[TableName, sqlgen.Source],
         columns_hash: str,
     ) -> None:
+        self.env.check_leases([f"view:{self.view}"])
         if reason is None:
             assert record is not None
             self._outcome = self._apply_fast(plan, record, pins, previous, sources)

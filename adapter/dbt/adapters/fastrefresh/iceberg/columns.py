@@ -30,7 +30,9 @@ class Column:
 
 
 def table_names(x: Executor, schema: str, like: str | None = None) -> set[str]:
-    """The tables and views of ``schema`` (lowercased; ``like``: a SHOW TABLES pattern).
+    """The tables and views of ``schema`` (lowercased; ``like``: a SHOW TABLES pattern);
+    not the views of Iceberg's own catalog (a shared catalog), whose SHOW TABLES leaves
+    them out.
 
     Not the session's temporary views, which SHOW TABLES lists in every schema too (its
     rows are namespace, tableName, isTemporary).

@@ -93,12 +93,16 @@ class _Handles:
         self.expressions = jvm.org.apache.iceberg.expressions.Expressions
         self.conversions = jvm.org.apache.iceberg.types.Conversions
         self.task_sets = jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        # SparkTableCache.get() is overloaded with an instance get(name) that py4j picks.
+        cache_class = jvm.org.apache.iceberg.spark.SparkTableCache._java_lang_class
+        self.table_cache = cache_class.getMethod("get", None).invoke(None, None)
         field = jvm.org.apache.iceberg.spark.CommitMetadata._java_lang_class.getDeclaredField(
             "COMMIT_PROPERTIES"
         )
         field.setAccessible(True)
         self.commit_properties = field.get(None)
         self.catalog: Any = None
+        self.views_in_iceberg: bool | None = None
         self.identifiers: dict[TableName, Any] = {}
         self.active = threading.local()
 
@@ -234,6 +238,8 @@ class JvmTables:
     def view_property(self, name: TableName, key: str) -> str | None:
         """From the session catalog's metadata (a metastore call, no Spark job)."""
         self._activate()
+        if self._views_in_iceberg():
+            return self._iceberg_view_property(name, key)
         try:
             loaded = (
                 self.js.sessionState()
@@ -250,6 +256,24 @@ class JvmTables:
             raise
         value = loaded.properties().get(key)
         return str(value.get()) if value.isDefined() else None
+
+    def _views_in_iceberg(self) -> bool:
+        """Whether the session catalog is Iceberg's own ``SparkCatalog`` (a shared catalog,
+        ``runtime/catalog.py``), which keeps the views too; Spark's catalog then knows none."""
+        if self.h.views_in_iceberg is None:
+            name = str(self.h.catalog.getClass().getName())
+            self.h.views_in_iceberg = name == "org.apache.iceberg.spark.SparkCatalog"
+        return bool(self.h.views_in_iceberg)
+
+    def _iceberg_view_property(self, name: TableName, key: str) -> str | None:
+        try:
+            view = self.h.catalog.loadView(self._identifier(name))
+        except Exception as exc:  # py4j wraps Spark's NoSuchViewException
+            if "NoSuchView" in str(exc) or "VIEW_NOT_FOUND" in str(exc):
+                return None
+            raise
+        value = view.properties().get(key)
+        return None if value is None else str(value)
 
     def set_properties(
         self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
@@ -488,10 +512,13 @@ class _Staging:
             self.views.append(view)
             return view
         self.t.h.task_sets.stageTasks(self.table, set_id, tasks)
+        # The staged scan reads the table object itself (Iceberg's table cache, as its
+        # rewrite procedures do), not a catalog's lookup of its name.
+        self.t.h.table_cache.add(set_id, self.table)
         self.sets.append(set_id)
         frame = (
             self.t.spark.read.format("iceberg").option("scan-task-set-id", set_id)
-            .option("split-size", str(SPLIT_SIZE)).load(str(self.master))
+            .option("split-size", str(SPLIT_SIZE)).load(set_id)
         )  # fmt: skip
         if only_positions:
             frame = frame.select("_file", "_pos")
@@ -543,5 +570,6 @@ class _Staging:
     def close(self) -> None:
         for set_id in self.sets:
             self.t.h.task_sets.removeTasks(self.table, set_id)
+            self.t.h.table_cache.remove(set_id)
         for view in self.views:
             self.t.spark.catalog.dropTempView(view)

@@ -79,7 +79,7 @@ class CaptureResult:
 def capture(env: Env, master: TableName) -> CaptureResult:
     """Capture every new commit of ``master`` into its log, unmarked (``4000-01-01``)."""
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
-    with env.runtime.holding([log_lock(log_table_for(master))]):
+    with env.holding([log_lock(log_table_for(master))], purpose="capture"):
         return capture_locked(env, load_log_for_write(env, master), meta)[0]
 
 

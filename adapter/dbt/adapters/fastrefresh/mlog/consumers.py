@@ -27,7 +27,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dbt.adapters.fastrefresh.iceberg.tables import TableMeta, latest_state
+from dbt.adapters.fastrefresh.iceberg.tables import TableMeta, latest_state, require_iceberg
 from dbt.adapters.fastrefresh.mlog.capture import CaptureResult, capture_locked
 from dbt.adapters.fastrefresh.mlog.capture_sql import UNMARKED_SQL
 from dbt.adapters.fastrefresh.mlog.ddl import (
@@ -139,9 +139,18 @@ def setup(
     position: Position | None,
     last_refresh: dt.datetime | None = None,
 ) -> Setup:
-    """Choose the refresh time, mark and capture, under the log's lock."""
+    """Choose the refresh time, mark and capture, under the log's lock (on a shared
+    catalog, its lease: taken only when there is something to write)."""
     name = master.name
-    with env.runtime.holding([log_lock(log_table_for(name))]):
+    if env.shared_catalog:
+        log = load_log(env, name)
+        if log is not None and not _writes(log, master):
+            return _setup_of(env, log, master, mview, position=position, last_refresh=last_refresh)
+    with env.holding([log_lock(log_table_for(name))], purpose=f"setup of {mview}"):
+        if env.shared_catalog:
+            # Another process may have captured commits newer than the master as read
+            # before the lease: read it again, so the log is never ahead of it.
+            master = require_iceberg(env.tables.load(name, fresh=True), name)
         log = load_log_for_write(env, name)
         state = log.state
         now = env.runtime.choose_time(str(log.log_table), env.clock(), state.youngest)
@@ -164,13 +173,37 @@ def setup(
     return Setup(log, mview, now, log.state.captured_through, position, captured, problem)
 
 
+def _writes(log: LoadedLog, master: TableMeta) -> bool:
+    """Whether a setup on ``log`` would write (capture, mark, or clear leftovers)."""
+    state = log.state
+    unmarked = not log.config.commit_scn and state.last_sequence > state.marked_sequence
+    return log.leftovers or unmarked or master.current_snapshot != state.captured_through
+
+
+def _setup_of(
+    env: Env,
+    log: LoadedLog,
+    master: TableMeta,
+    mview: TableName,
+    *,
+    position: Position | None,
+    last_refresh: dt.datetime | None,
+) -> Setup:
+    """The setup of a log with nothing to write: its range is what it holds now."""
+    now = env.runtime.choose_time(str(log.log_table), env.clock(), log.state.youngest)
+    current = master.current_snapshot
+    unchanged = CaptureResult(log.master, log.log_table, current, current, 0, 0, 0.0)
+    problem = usability_problem(log, mview, position, last_refresh)
+    return Setup(log, mview, now, log.state.captured_through, position, unchanged, problem)
+
+
 def register(env: Env, setups: Sequence[Setup]) -> None:
     """Register the view on each log it is not registered on yet (a complete refresh just
     built it at ``through``). One property commit per such log; none for the others."""
     for done in setups:
         if str(done.mview) in done.state.users:
             continue
-        with env.runtime.holding([log_lock(done.log.log_table)]):
+        with env.holding([log_lock(done.log.log_table)], purpose=f"registration of {done.mview}"):
             log = load_log(env, done.log.master)
             if log is None or str(done.mview) in log.state.users:
                 continue
@@ -286,7 +319,7 @@ def purge(
     the purge's time even when nothing goes (Oracle's LAST_PURGE_DATE moves on every
     synchronous wrap-up, seed 003); it costs a commit, so only synchronous purges do.
     """
-    with env.runtime.holding([log_lock(log_table_for(master))]):
+    with env.holding([log_lock(log_table_for(master))], purpose="purge"):
         log = load_log(env, master)
         if log is None:
             return None

@@ -132,6 +132,7 @@ def commit_with_state(
     """Run ``statement`` (a write to the log) so that ``state`` is recorded with it: in the
     commit's snapshot summary where the path can, else as a property right after (the
     fault point ``fault`` sits right after the statement, for the crash tests)."""
+    env.check_leases([log_lock(log.log_table)])
     with env.tables.summary({LOG_STATE: state.to_json()}) as attached:
         env.sql.execute(statement)
     faults.point(fault)
@@ -308,7 +309,7 @@ def create_mview_log(
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
     _check_master_columns(meta, master)
     log_table = log_table_for(master)
-    with env.runtime.holding([log_lock(log_table)]):
+    with env.holding([log_lock(log_table)]):
         if _check_name_free(env, master, log_table, if_not_exists=if_not_exists):
             return f"materialized view log {log_table} on {master} already exists: kept"
         names = [c.name for c in meta.columns]
@@ -416,7 +417,7 @@ def drop_mview_log(env: Env, master_name: object) -> str:
     refresh (they find their log gone, or a new one they are not registered on)."""
     master = master_table(env, master_name)
     log_table = log_table_for(master)
-    with env.runtime.holding([log_lock(log_table)]):
+    with env.holding([log_lock(log_table)]):
         if env.runtime.in_use.get(str(log_table)):
             raise FastRefreshError(
                 f"The materialized view log {log_table} is in use by a refresh running in "

@@ -4,13 +4,16 @@
 ``tables`` reads and commits table metadata (``iceberg/tables.py``: the SQL path or the Java path);
 ``registry`` names the registry schema; ``clock`` gives naive UTC times; ``runtime`` is the
 process state; ``shared_catalog`` says whether other processes may write the same tables
-(then every table is read fresh, not from this session's cache).
+(then every table is read fresh, not from this session's cache, and ``holding`` takes
+leases as well as the process's locks: ``runtime/leases.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +21,13 @@ from dbt.adapters.fastrefresh.iceberg.sql import SqlTables
 from dbt.adapters.fastrefresh.iceberg.tables import Tables
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.state import STATE_KEYS
+from dbt.adapters.fastrefresh.runtime.catalog import (
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_LEASE_WAIT_SECONDS,
+)
 from dbt.adapters.fastrefresh.runtime.clock import utcnow
 from dbt.adapters.fastrefresh.runtime.executor import Executor, SparkExecutor
+from dbt.adapters.fastrefresh.runtime.leases import LeaseStore
 from dbt.adapters.fastrefresh.runtime.process import RUNTIME, Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -34,6 +42,41 @@ class Env:
     clock: Callable[[], dt.datetime] = utcnow
     runtime: Runtime = field(default=RUNTIME)
     shared_catalog: bool = False
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    lease_wait_seconds: float = DEFAULT_LEASE_WAIT_SECONDS
+
+    @functools.cached_property
+    def leases(self) -> LeaseStore | None:
+        """Where this environment's leases are kept (None: no other process writes here)."""
+        if not self.shared_catalog:
+            return None
+        from dbt.adapters.fastrefresh.iceberg.leases import JavaLeaseStore, SqlLeaseStore
+
+        spark = getattr(self.tables, "spark", None)
+        if self.tables.kind == "java" and spark is not None:
+            return JavaLeaseStore(spark, self.sql, self.registry)
+        return SqlLeaseStore(self.sql, self.registry)
+
+    @contextlib.contextmanager
+    def holding(self, names: Iterable[str], *, purpose: str = "") -> Iterator[None]:
+        """Hold this process's locks of ``names`` and, on a shared catalog, the leases of
+        the logs and views among them, for the block."""
+        wanted = list(names)
+        with self.runtime.holding(wanted):
+            store = self.leases
+            if store is None:
+                yield
+                return
+            with self.runtime.leases.holding(
+                store, wanted, ttl=self.lease_seconds, wait=self.lease_wait_seconds,
+                purpose=purpose,
+            ):  # fmt: skip
+                yield
+
+    def check_leases(self, names: Iterable[str] | None = None) -> None:
+        """Before a write on a shared catalog: stop if a lease held for it was lost."""
+        if self.shared_catalog:
+            self.runtime.leases.check(None if names is None else list(names))
 
     def upkeep_commit(self, table: TableName) -> None:
         """Note a commit to one of dbt-fastrefresh's own tables (``protocol/upkeep.py``)."""
@@ -47,11 +90,17 @@ class Env:
         *,
         java: bool = True,
         clock: Callable[[], dt.datetime] = utcnow,
+        shared: bool = False,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> Env:
         """An environment straight on a SparkSession (tests, benchmarks, the demo):
-        ``java`` picks the Java path for metadata, else the SQL path."""
+        ``java`` picks the Java path for metadata, else the SQL path; ``shared``: the
+        session's catalog is shared with other processes."""
         x = SparkExecutor(spark)
-        return cls(x, tables_for(x, spark if java else None), registry.lower(), clock)
+        return cls(
+            x, tables_for(x, spark if java else None), registry.lower(), clock,
+            shared_catalog=shared, lease_seconds=lease_seconds,
+        )  # fmt: skip
 
 
 def tables_for(x: Executor, spark: Any | None) -> Tables:

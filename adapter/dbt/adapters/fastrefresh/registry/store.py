@@ -33,6 +33,9 @@ from dbt.adapters.fastrefresh.engine.inspection import staleness_of
 from dbt.adapters.fastrefresh.engine.refresh import load_view
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.iceberg.leases import TABLE as LEASES
+from dbt.adapters.fastrefresh.iceberg.leases import ensure_table as ensure_leases
+from dbt.adapters.fastrefresh.iceberg.leases import leases_table
 from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode, Staleness
@@ -195,6 +198,8 @@ def ensure(env: Env) -> None:
             _check_version(env)
         else:
             create_table(env)
+        if LEASES not in existing:
+            ensure_leases(env.sql, leases_table(env.registry))
         for view in VIEWS:
             if view not in existing:
                 env.sql.execute(
@@ -243,7 +248,8 @@ def _names(env: Env) -> tuple[set[str], set[str]]:
         for r in env.sql.query(f"SHOW VIEWS IN {ident(env.registry)}")
         if not (len(r) > 2 and str(r[2]).lower() == "true")
     }
-    return mt.table_names(env.sql, env.registry), views
+    # Iceberg's own catalog (a shared catalog) leaves views out of SHOW TABLES.
+    return mt.table_names(env.sql, env.registry) | views, views
 
 
 def _check_version(env: Env) -> None:

@@ -25,6 +25,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks, no check
     fcntl = None  # type: ignore[assignment]
 
+from dbt.adapters.fastrefresh.runtime.catalog import EMBEDDED_METASTORE_KEYS, SharedCatalog
 from dbt.adapters.fastrefresh.runtime.executor import EXCLUDED_RULES, with_safe_rules
 from dbt.adapters.fastrefresh.runtime.jars import ensure_iceberg_jars
 
@@ -172,7 +173,7 @@ def hold_state_dir(state_dir: Path, wait: float | None = None) -> None:
                     + f". Fix: let that run finish and start this one again, or set {WAIT_ENV} "
                     "to the seconds to wait for it (for example 600), or give this project "
                     "its own state_dir in the profile; for several processes at once, use a "
-                    "shared catalog (README: 'Running on a cluster')."
+                    "shared catalog (the profile's `catalog`, README: 'Several dbt processes at once')."
                 ) from None
             time.sleep(0.2)
     handle.seek(0)
@@ -195,14 +196,20 @@ def _holder(handle: IO[str]) -> str:
     return f"process {who.get('pid')}, `{who.get('command', '?')}`, since {who.get('since', '?')}"
 
 
-def prepare_embedded(parameters: Mapping[str, str], state_dir: Path) -> dict[str, str]:
-    """Check Java, build the jars, create the state folder and take it for this process;
-    return the final settings."""
+def prepare_embedded(
+    parameters: Mapping[str, str], state_dir: Path | None, catalog: SharedCatalog | None = None
+) -> dict[str, str]:
+    """Check Java, build the jars, create the state folder and take it for this process
+    (none with a shared catalog: several processes share it); return the final settings."""
     check_java()
-    state_dir.mkdir(parents=True, exist_ok=True)
-    hold_state_dir(state_dir)
-    jars = ensure_iceberg_jars()
-    return with_jars(parameters, jars.spark_jars())
+    if catalog is None:
+        assert state_dir is not None
+        state_dir.mkdir(parents=True, exist_ok=True)
+        hold_state_dir(state_dir)
+    jars = ensure_iceberg_jars().spark_jars()
+    if catalog is not None and catalog.jars:
+        jars = ",".join((jars, *catalog.jars))
+    return with_jars(parameters, jars)
 
 
 def check_running_session(expected: Mapping[str, str]) -> None:
@@ -239,26 +246,52 @@ def _normalize(value: str) -> str:
     return value.removeprefix("file:").rstrip("/")
 
 
-def session_parameters(state_dir: Path, user: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every setting a session profile gets: embedded defaults, the user's, dbt-spark's.
+def shared_defaults(catalog: SharedCatalog) -> dict[str, str]:
+    """The embedded defaults with ``catalog`` as the session catalog instead of the state
+    folder's Derby metastore (``runtime/catalog.py``)."""
+    defaults = embedded_defaults(Path(catalog.warehouse))
+    for key in EMBEDDED_METASTORE_KEYS:
+        defaults.pop(key, None)
+    defaults["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"
+    defaults.update(catalog.spark_parameters())
+    return defaults
+
+
+def session_parameters(
+    state_dir: Path | None,
+    user: Mapping[str, str] | None = None,
+    catalog: SharedCatalog | None = None,
+) -> dict[str, str]:
+    """Every setting a session profile gets: embedded defaults (or a shared catalog's), the
+    user's, dbt-spark's.
 
     The single source for the profile (``FastrefreshCredentials``) and for code that starts
     the session itself (tests, demo, benchmarks), so both always agree.
     """
-    merged = merge_parameters(embedded_defaults(state_dir), user or {})
+    if catalog is not None:
+        defaults = shared_defaults(catalog)
+    else:
+        assert state_dir is not None
+        defaults = embedded_defaults(state_dir)
+    merged = merge_parameters(defaults, user or {})
     # dbt-spark forces this on every session profile; mirror it so both paths agree.
     merged["spark.sql.ansi.enabled"] = "false"
     return merged
 
 
-def start_session(state_dir: str | Path, user: Mapping[str, str] | None = None):  # type: ignore[no-untyped-def]
-    """Start (or return) this process's embedded SparkSession with the profile's settings.
+def start_session(  # type: ignore[no-untyped-def]
+    state_dir: str | Path | None,
+    user: Mapping[str, str] | None = None,
+    catalog: SharedCatalog | None = None,
+):
+    """Start (or return) this process's embedded SparkSession with the profile's settings
+    (``catalog``: on a shared catalog instead of the state folder's).
 
     A dbt invocation in the same process (``dbtRunner``) then reuses this session, which
     saves the JVM start on every run.
     """
-    path = resolve_state_dir(str(state_dir), None)
-    parameters = prepare_embedded(session_parameters(path, user), path)
+    path = None if catalog is not None else resolve_state_dir(str(state_dir), None)
+    parameters = prepare_embedded(session_parameters(path, user, catalog), path, catalog)
     check_running_session(parameters)
     return session_builder(parameters).getOrCreate()
 

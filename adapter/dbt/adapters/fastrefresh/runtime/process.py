@@ -4,7 +4,7 @@
   purge, registration) and one view's refresh. The embedded catalog does no commit locking
   of its own (two threads committing to one Iceberg table can silently lose a commit) and
   its Derby metastore admits one JVM, so within it these locks are complete; on a shared
-  catalog, Iceberg's commit validation guards what crosses processes (docs/bookkeeping.md).
+  catalog the locks of logs and views are leases too (``protocol.env.Env.holding``).
 - ``chosen``: the latest refresh time this process chose per log, so that times chosen
   in one process strictly increase even when the wall clock steps back.
 - ``journal``: what happened (refreshes, captures, which logs and views changed), kept
@@ -12,6 +12,7 @@
 - ``plans``: query analyses, by query text and master schemas.
 - ``ensured``: registry schemas known to exist and be current.
 - ``commits``/``reading``: the upkeep of dbt-fastrefresh's own tables (``protocol/upkeep.py``).
+- ``leases``: the leases this process holds on a shared catalog (``runtime/leases.py``).
 - ``in_use``: the logs a refresh of this process works on, from its setup to its wrap-up
   (``drop_mview_log`` refuses them meanwhile: the refresh would fail half-way).
 """
@@ -24,6 +25,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from dbt.adapters.fastrefresh.runtime.leases import Leases
 
 ONE_TICK = dt.timedelta(microseconds=1)
 
@@ -96,6 +99,10 @@ class Runtime:
         self.commits: dict[str, int] = {}
         self.reading: dict[str, int] = {}
         self.in_use: dict[str, int] = {}
+        old = getattr(self, "leases", None)
+        if old is not None:
+            old.stop()
+        self.leases = Leases()
 
     def reset(self) -> None:
         """Forget everything (tests; a process that starts over)."""

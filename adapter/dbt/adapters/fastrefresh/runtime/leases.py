@@ -1,0 +1,374 @@
+"""Leases: what keeps the protocol's multi-commit steps apart across processes.
+
+Within one process, named locks serialize the writes to one log and one view's refresh
+(``process.Runtime.holding``). On a shared catalog other processes, on this machine or
+another, write the same tables; Iceberg's atomic commits keep each commit whole, but a
+capture (read the log's state, append the master's new commits with the new state), a
+purge or a view's refresh (read its place, MERGE the delta with its new place) spans
+reads and commits, and two of them interleaved would capture a change twice or apply a
+delta twice. So on a shared catalog each such step also holds a **lease** on its log or
+view: a row of the registry's ``leases`` table naming the holder (host, process, a token
+of this process) and when the lease expires.
+
+- **Taking and giving back** a lease is a compare-and-swap on that table (``LeaseStore``:
+  an Iceberg commit validated against every change to those rows since they were read),
+  so two processes can never both think they hold it.
+- **Expiry**: the holder renews its leases every third of ``ttl`` from a background thread;
+  a process that dies stops renewing, and its leases can be taken over once expired. On
+  the holder's own machine a lease whose process is gone is taken over at once.
+- **Waiting**: a process that finds a lease held waits for it (``wait`` seconds at most),
+  then fails naming the holder and the fix.
+- **Lost**: a holder whose renewal finds its lease taken over (it stalled longer than
+  ``ttl``) stops before its next write (``check``) instead of writing without it.
+
+Leases live in a table because the registry shows them (``fast_refresh_leases``): who
+holds which log or view, since when, until when. The decisions here are pure; the store
+does the reading and the swapping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+
+logger = AdapterLogger("fastrefresh")
+
+LEASED_PREFIXES = ("log:", "view:")  # the process locks that are leases too
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One lease as its row says: ``name`` (``log:<log table>`` or ``view:<view>``)."""
+
+    name: str
+    holder: str  # <host>:<pid>:<token>, unique per process
+    host: str
+    pid: int
+    acquired: dt.datetime  # naive UTC
+    expires: dt.datetime  # naive UTC
+    purpose: str
+
+    def describe(self) -> str:
+        return (
+            f"process {self.pid} on {self.host} ({self.purpose}), since "
+            f"{self.acquired:%Y-%m-%d %H:%M:%S} UTC, until {self.expires:%H:%M:%S} UTC"
+        )
+
+
+class LeaseStore(Protocol):
+    """Where leases are kept: read some, and swap them all or none."""
+
+    def read(self, names: Sequence[str]) -> tuple[Any, dict[str, Lease]]:
+        """The leases of ``names`` that exist now, and a version to swap against."""
+        ...
+
+    def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
+        """Make the leases of ``names`` exactly ``new`` (a name not in ``new``: none), if
+        none of them changed since ``version``; False, changing nothing, when one did."""
+        ...
+
+
+@dataclass(frozen=True)
+class Me:
+    """This process, as its leases name it."""
+
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @property
+    def holder(self) -> str:
+        return f"{self.host}:{self.pid}:{self.token}"
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine with ``pid`` exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def free(
+    lease: Lease | None, me: Me, now: dt.datetime, alive: Any = process_alive
+) -> tuple[bool, str | None]:
+    """Whether ``lease`` lets ``me`` take it (pure but for ``alive``), and why it may be
+    taken over when it is someone else's (None: it is not). A lease is free when there
+    is none, when it is ``me``'s, when it has expired, or when its holder was a process of
+    this machine that is gone.
+
+    >>> t = dt.datetime(2026, 1, 1)
+    >>> other = Lease("log:a", "h:1:x", "h", 1, t, t + dt.timedelta(seconds=60), "refresh")
+    >>> free(other, Me("h", 2, "y"), t, alive=lambda pid: True)
+    (False, None)
+    >>> free(other, Me("h", 2, "y"), t + dt.timedelta(seconds=61), alive=lambda pid: True)[0]
+    True
+    >>> free(other, Me("h", 2, "y"), t, alive=lambda pid: False)[1]
+    'its process 1 on h is gone'
+    """
+    if lease is None or lease.holder == me.holder:
+        return True, None
+    if lease.expires <= now:
+        return True, f"it expired at {lease.expires:%Y-%m-%d %H:%M:%S} UTC"
+    if lease.host == me.host and lease.pid != me.pid and not alive(lease.pid):
+        return True, f"its process {lease.pid} on {lease.host} is gone"
+    return False, None
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+@dataclass
+class _Held:
+    lease: Lease
+    store: LeaseStore
+    ttl: float
+    count: int = 1
+    lost: str | None = None
+
+
+class Leases:
+    """This process's leases: taken, renewed, given back (see the module docstring)."""
+
+    def __init__(self, me: Me | None = None) -> None:
+        self.me = me or Me()
+        self._guard = threading.RLock()
+        self._held: dict[str, _Held] = {}
+        self._beat: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.taken_over: list[str] = []  # what was taken over, and why (for the journal)
+
+    # -- the public steps ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def holding(
+        self,
+        store: LeaseStore,
+        names: Sequence[str],
+        *,
+        ttl: float,
+        wait: float,
+        purpose: str,
+    ) -> Iterator[None]:
+        """Hold the leases of ``names`` for the block (re-entrant in this process: the
+        process's own locks already keep its threads apart)."""
+        wanted = sorted({n for n in names if n.startswith(LEASED_PREFIXES)})
+        with self._guard:
+            new = [n for n in wanted if n not in self._held]
+            for n in wanted:
+                if n in self._held:
+                    self._held[n].count += 1
+        try:
+            if new:
+                self._take(store, new, ttl=ttl, wait=wait, purpose=purpose)
+        except BaseException:
+            self._drop_counts([n for n in wanted if n not in new])
+            raise
+        try:
+            yield
+        finally:
+            self._give_back(wanted)
+
+    def check(self, names: Sequence[str] | None = None) -> None:
+        """Raise when a lease this process holds was taken over (it stalled past its
+        expiry), before it writes under a lease it no longer has."""
+        with self._guard:
+            lost = [
+                (n, h.lost)
+                for n, h in self._held.items()
+                if h.lost and (names is None or n in names)
+            ]
+        if lost:
+            name, why = lost[0]
+            raise FastRefreshError(
+                f"The lease on {name[name.index(':') + 1 :]} was lost ({why}): another process "
+                "may be writing it now, so this refresh stops before writing. Fix: run it "
+                "again; if this process stalls (garbage collection, a paused machine), raise "
+                "the profile's catalog.lease_seconds."
+            )
+
+    def held(self) -> dict[str, Lease]:
+        with self._guard:
+            return {n: h.lease for n, h in self._held.items()}
+
+    def stop(self) -> None:
+        """Stop renewing (tests; a process that ends). Held leases then expire."""
+        self._stop.set()
+
+    # -- taking --------------------------------------------------------------------------
+
+    def _take(
+        self, store: LeaseStore, names: Sequence[str], *, ttl: float, wait: float, purpose: str
+    ) -> None:
+        deadline = time.monotonic() + wait
+        pause, said = 0.05, set()
+        while True:
+            version, current = store.read(names)
+            now = _utcnow()
+            verdicts = {n: free(current.get(n), self.me, now) for n in names}
+            blocking = [current[n] for n, (ok, _) in verdicts.items() if not ok]
+            if not blocking:
+                expires = now + dt.timedelta(seconds=ttl)
+                mine = {
+                    n: Lease(n, self.me.holder, self.me.host, self.me.pid, now, expires, purpose)
+                    for n in names
+                }
+                if store.swap(version, names, mine):
+                    self._record(store, mine, ttl, current, verdicts)
+                    return
+                pause = 0.05  # another process swapped first: read again at once
+                continue
+            if time.monotonic() >= deadline:
+                lease = blocking[0]
+                raise FastRefreshError(
+                    f"{_what(lease.name)} is leased by {lease.describe()}, and it was not "
+                    f"given back within {wait:g} s. Nothing was written. Fix: let that run "
+                    "finish and start this one again, or raise catalog.lease_wait_seconds; "
+                    "if that process is gone for good, its lease is free once it expires."
+                )
+            for lease in blocking:
+                if lease.holder not in said:
+                    said.add(lease.holder)
+                    logger.info(f"waiting for {_what(lease.name)}: leased by {lease.describe()}")
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 2.0)
+
+    def _record(
+        self,
+        store: LeaseStore,
+        mine: Mapping[str, Lease],
+        ttl: float,
+        current: Mapping[str, Lease],
+        verdicts: Mapping[str, tuple[bool, str | None]],
+    ) -> None:
+        with self._guard:
+            for name, lease in mine.items():
+                self._held[name] = _Held(lease, store, ttl)
+                why = verdicts[name][1]
+                if why:
+                    old = current[name]
+                    note = f"took over the lease on {_what(name)} from {old.describe()}: {why}"
+                    self.taken_over.append(note)
+                    logger.warning(note)
+            self._ensure_heartbeat()
+
+    # -- giving back ---------------------------------------------------------------------
+
+    def _drop_counts(self, names: Sequence[str]) -> list[str]:
+        """Count one holder less of each of ``names``; the ones no longer held, by store."""
+        done = []
+        with self._guard:
+            for n in names:
+                held = self._held.get(n)
+                if held is None:
+                    continue
+                held.count -= 1
+                if held.count <= 0:
+                    done.append(n)
+        return done
+
+    def _give_back(self, names: Sequence[str]) -> None:
+        done = self._drop_counts(names)
+        with self._guard:
+            held = {n: self._held.pop(n) for n in done if n in self._held}
+        by_store: dict[int, tuple[LeaseStore, list[str]]] = {}
+        for n, h in held.items():
+            if not h.lost:
+                by_store.setdefault(id(h.store), (h.store, []))[1].append(n)
+        for store, group in by_store.values():
+            try:
+                self._swap_mine(store, group, lambda lease: None)
+            except Exception as exc:  # the lease then expires by itself
+                logger.warning(
+                    f"could not give back the lease(s) {', '.join(group)}: {exc}; they "
+                    "expire by themselves."
+                )
+
+    def _swap_mine(self, store: LeaseStore, names: Sequence[str], change: Any) -> list[str]:
+        """Swap each of ``names`` still ours for ``change(lease)`` (None: gone); returns
+        the names found no longer ours."""
+        for _ in range(20):
+            version, current = store.read(names)
+            ours = [n for n in names if n in current and current[n].holder == self.me.holder]
+            new = {n: lease for n in ours if (lease := change(current[n])) is not None}
+            if not ours or store.swap(version, ours, new):
+                return [n for n in names if n not in ours]
+        raise FastRefreshError(
+            f"the leases {', '.join(names)} kept changing under this process; giving up."
+        )
+
+    # -- renewing ------------------------------------------------------------------------
+
+    def _ensure_heartbeat(self) -> None:
+        if self._beat is not None and self._beat.is_alive():
+            return
+        self._stop.clear()
+        self._beat = threading.Thread(
+            target=self._heartbeat, name="fastrefresh-leases", daemon=True
+        )
+        self._beat.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.is_set():
+            with self._guard:
+                if not self._held:
+                    self._beat = None
+                    return
+                interval = min(h.ttl for h in self._held.values()) / 3
+            if self._stop.wait(interval):
+                return
+            self.renew()
+
+    def renew(self) -> None:
+        """Push the expiry of every lease held forward by its ``ttl`` (the heartbeat)."""
+        with self._guard:
+            held = dict(self._held)
+        by_store: dict[int, tuple[LeaseStore, list[str], float]] = {}
+        for n, h in held.items():
+            if not h.lost:
+                store, group, ttl = by_store.setdefault(id(h.store), (h.store, [], h.ttl))
+                group.append(n)
+        for store, group, ttl in by_store.values():
+            expires = _utcnow() + dt.timedelta(seconds=ttl)
+            try:
+                gone = self._swap_mine(store, group, functools.partial(_replace, expires=expires))
+            except Exception as exc:  # keep beating: the next renewal may pass
+                logger.warning(f"could not renew the lease(s) {', '.join(group)}: {exc}")
+                continue
+            with self._guard:
+                for n in group:
+                    found = self._held.get(n)
+                    if found is None:
+                        continue
+                    if n in gone:
+                        found.lost = "another process took it over after it expired"
+                    else:
+                        found.lease = _replace(found.lease, expires=expires)
+
+
+def _replace(lease: Lease, **changes: Any) -> Lease:
+    import dataclasses
+
+    return dataclasses.replace(lease, **changes)
+
+
+def _what(name: str) -> str:
+    kind, _, what = name.partition(":")
+    return f"the materialized view log {what}" if kind == "log" else f"the view {what}"

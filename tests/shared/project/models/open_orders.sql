@@ -1,0 +1,3 @@
+select order_id, customer_id, amount
+from {{ source('shop', 'orders') }}
+where status = 'open'

@@ -1,0 +1,178 @@
+"""Leases (runtime/leases.py) over an in-memory compare-and-swap store: who may take a
+lease, waiting, taking over expired and orphaned ones, renewing, losing, giving back.
+The same protocol runs on the Iceberg table in tests/shared/ with real processes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.runtime import leases
+from dbt.adapters.fastrefresh.runtime.leases import Lease, Leases, Me, free
+
+
+class MemoryStore:
+    """A lease table with a version per swap: a swap against an older version fails."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Lease] = {}
+        self.version = 0
+        self.swaps = 0
+        self.lock = threading.Lock()
+
+    def read(self, names: Sequence[str]) -> tuple[Any, dict[str, Lease]]:
+        with self.lock:
+            return self.version, {n: self.rows[n] for n in names if n in self.rows}
+
+    def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
+        with self.lock:
+            if version != self.version:
+                return False
+            for n in names:
+                self.rows.pop(n, None)
+            self.rows.update(new)
+            self.version += 1
+            self.swaps += 1
+            return True
+
+
+T0 = dt.datetime(2026, 1, 1)
+
+
+def lease(holder: Me, *, expires: dt.datetime, name: str = "log:s.mlog__t") -> Lease:
+    return Lease(name, holder.holder, holder.host, holder.pid, T0, expires, "test")
+
+
+def test_free_decides_by_holder_expiry_and_a_gone_process() -> None:
+    me, other = Me("h", 1, "a"), Me("h", 2, "b")
+    far = T0 + dt.timedelta(hours=1)
+    assert free(None, me, T0) == (True, None)
+    assert free(lease(me, expires=T0), me, T0 + dt.timedelta(days=1)) == (True, None)
+    assert free(lease(other, expires=far), me, T0, alive=lambda pid: True) == (False, None)
+    ok, why = free(lease(other, expires=T0), me, T0, alive=lambda pid: True)
+    assert ok and why and "expired" in why
+    ok, why = free(lease(other, expires=far), me, T0, alive=lambda pid: False)
+    assert ok and why == "its process 2 on h is gone"
+    remote = Me("elsewhere", 2, "c")  # another machine's process cannot be checked
+    assert free(lease(remote, expires=far), me, T0, alive=lambda pid: False) == (False, None)
+
+
+def test_a_lease_is_taken_held_reentrantly_and_given_back() -> None:
+    store, mine = MemoryStore(), Leases(Me("h", 1, "a"))
+    with mine.holding(store, ["log:s.l", "process:other"], ttl=60, wait=0, purpose="p"):
+        assert set(store.rows) == {"log:s.l"}, "only logs and views are leased"
+        with mine.holding(store, ["log:s.l"], ttl=60, wait=0, purpose="p"):
+            assert store.swaps == 1, "held already: no second swap"
+        assert "log:s.l" in store.rows, "the outer block still holds it"
+    assert store.rows == {}
+    assert store.swaps == 2
+
+
+def test_a_held_lease_makes_another_process_wait_then_fail_naming_the_holder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(leases, "process_alive", lambda pid: True)
+    store = MemoryStore()
+    first, second = Leases(Me("h", 1, "a")), Leases(Me("h", 2, "b"))
+    with first.holding(store, ["view:s.v"], ttl=60, wait=0, purpose="refresh of s.v"):
+        started = time.monotonic()
+        with (
+            pytest.raises(FastRefreshError, match=r"(?s)the view s.v is leased by process 1.*Fix"),
+            second.holding(store, ["view:s.v"], ttl=60, wait=0.3, purpose="x"),
+        ):
+            pass
+        assert time.monotonic() - started >= 0.3
+    assert store.rows == {}, "the failed taker left nothing"
+
+
+def test_a_waiter_gets_the_lease_when_it_is_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(leases, "process_alive", lambda pid: True)
+    store = MemoryStore()
+    first, second = Leases(Me("h", 1, "a")), Leases(Me("h", 2, "b"))
+    order: list[str] = []
+    taken = threading.Event()
+
+    def hold_then_give_back() -> None:
+        with first.holding(store, ["log:s.l"], ttl=60, wait=0, purpose="p"):
+            taken.set()
+            time.sleep(0.3)
+            order.append("first done")
+
+    thread = threading.Thread(target=hold_then_give_back)
+    thread.start()
+    taken.wait(5)
+    with second.holding(store, ["log:s.l"], ttl=60, wait=10, purpose="p"):
+        order.append("second in")
+        assert store.rows["log:s.l"].pid == 2
+    thread.join()
+    assert order == ["first done", "second in"]
+
+
+def test_an_expired_or_orphaned_lease_is_taken_over_and_said(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = MemoryStore()
+    dead = Me("h", 99, "z")
+    store.rows["log:s.l"] = lease(dead, expires=dt.datetime(2100, 1, 1), name="log:s.l")
+    monkeypatch.setattr(leases, "process_alive", lambda pid: pid != 99)
+    mine = Leases(Me("h", 1, "a"))
+    with mine.holding(store, ["log:s.l"], ttl=60, wait=0, purpose="p"):
+        assert store.rows["log:s.l"].pid == 1
+    assert mine.taken_over and "process 99 on h is gone" in mine.taken_over[0]
+
+    remote = Me("other-host", 5, "r")
+    store.rows["log:s.l"] = lease(remote, expires=T0, name="log:s.l")  # long expired
+    with mine.holding(store, ["log:s.l"], ttl=60, wait=0, purpose="p"):
+        pass
+    assert "expired" in mine.taken_over[-1]
+
+
+def test_renewal_pushes_the_expiry_and_a_lost_lease_stops_the_next_write() -> None:
+    store = MemoryStore()
+    mine = Leases(Me("h", 1, "a"))
+    with mine.holding(store, ["log:s.l"], ttl=60, wait=0, purpose="p"):
+        before = store.rows["log:s.l"].expires
+        time.sleep(0.01)
+        mine.renew()
+        assert store.rows["log:s.l"].expires > before
+        mine.check(["log:s.l"])  # still ours
+        # Another process takes it over (as after this one stalled past the expiry).
+        store.rows["log:s.l"] = lease(Me("h", 2, "b"), expires=dt.datetime(2100, 1, 1))
+        store.version += 1
+        mine.renew()
+        with pytest.raises(FastRefreshError, match=r"(?s)lease on s.l was lost.*Fix"):
+            mine.check(["log:s.l"])
+    assert store.rows["log:s.l"].holder == "h:2:b", "giving back never removes another's lease"
+
+
+def test_the_heartbeat_renews_while_held() -> None:
+    store = MemoryStore()
+    mine = Leases(Me("h", 1, "a"))
+    with mine.holding(store, ["view:s.v"], ttl=0.3, wait=0, purpose="p"):
+        first = store.rows["view:s.v"].expires
+        time.sleep(0.5)
+        assert store.rows["view:s.v"].expires > first, "renewed every ttl/3"
+    mine.stop()
+
+
+def test_a_swap_lost_to_a_racer_is_retried_against_what_it_wrote() -> None:
+    class Racy(MemoryStore):
+        raced = False
+
+        def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
+            if not self.raced:  # another process's swap lands first, then gives it back
+                self.raced = True
+                with self.lock:
+                    self.version += 1
+                return False
+            return super().swap(version, names, new)
+
+    store = Racy()
+    with Leases(Me("h", 1, "a")).holding(store, ["log:s.l"], ttl=60, wait=0, purpose="p"):
+        assert store.rows["log:s.l"].pid == 1
