@@ -53,7 +53,9 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
 
         # The registry models build and read the registry.
         results = run_dbt(["run", "--select", "fast_refresh"])
-        assert len([r for r in results if r.node.resource_type == "model"]) == 4
+        assert len([r for r in results if r.node.resource_type == "model"]) == 5
+        leases = project.run_sql(f"select * from {schema}.fast_refresh_leases", fetch="all")
+        assert leases == [], "the embedded default takes no lease"
         logs_view = project.run_sql(
             f"select master, last_sequence, registered_views from {schema}.fast_refresh_logs",
             fetch="all",

@@ -8,6 +8,7 @@ on a SparkSession.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -79,6 +80,11 @@ class AdapterExecutor:
             handle._fastrefresh_safe_rules = True
 
     def _run(self, sql: str, fetch: bool) -> list[tuple[Any, ...]]:
+        connections = self.adapter.connections
+        if connections.get_if_exists() is None:
+            # A thread dbt did not start (the leases' heartbeat): a connection of its own.
+            with self.adapter.connection_named(f"fastrefresh-{threading.get_ident()}"):
+                return self._run(sql, fetch)
         self._safe_session()
         started = time.monotonic()
         _, cursor = self.adapter.connections.add_query(sql, auto_begin=False)
