@@ -166,12 +166,17 @@ class FastrefreshAdapter(SparkAdapter):
     def _env(self) -> Env:
         creds = self.config.credentials
         x = AdapterExecutor(self)
-        return Env(
+        env = Env(
             x,
             tables_for(x, self._in_process_spark()),
             registry=str(getattr(creds, "registry_schema", DEFAULT_REGISTRY_SCHEMA)).lower(),
             shared_catalog=bool(getattr(creds, "shared", False)),
         )
+        catalog = getattr(creds, "shared_catalog", None)
+        if catalog is not None:  # the profile's lease timing
+            env.lease_seconds = catalog.lease_seconds
+            env.lease_wait_seconds = catalog.lease_wait_seconds
+        return env
 
     def _in_process_spark(self) -> Any:
         """This process's SparkSession when the Java path applies (session method,

@@ -203,7 +203,8 @@ def ensure(env: Env) -> None:
         for view in VIEWS:
             if view not in existing:
                 env.sql.execute(
-                    f"CREATE VIEW {TableName(env.registry, view).sql} AS {view_sql(env, view)}"
+                    f"CREATE VIEW IF NOT EXISTS {TableName(env.registry, view).sql} AS "
+                    f"{view_sql(env, view)}"
                 )
         env.runtime.ensured.add(key)
 
