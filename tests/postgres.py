@@ -2,7 +2,7 @@
 JDBC catalog on it: atomic commits across processes, ``runtime/catalog.py``).
 
 It runs Debian's PostgreSQL (``apt-get install postgresql libpostgresql-jdbc-java``,
-which ``.ci/run`` does) from a data folder of the test run, on a free port of loopback,
+which ``make postgres-deps`` does) from a data folder of the test run, on a free port of loopback,
 with trust authentication; as root, the server runs as the ``postgres`` user, which
 refuses to start as root.
 """

@@ -43,6 +43,7 @@ class MemoryStore:
 
 
 T0 = dt.datetime(2026, 1, 1)
+FAR = dt.datetime(2100, 1, 1)
 
 
 def lease(holder: Me, *, expires: dt.datetime, name: str = "log:s.mlog__t") -> Lease:
@@ -148,7 +149,46 @@ def test_renewal_pushes_the_expiry_and_a_lost_lease_stops_the_next_write() -> No
         mine.renew()
         with pytest.raises(FastRefreshError, match=r"(?s)lease on s.l was lost.*Fix"):
             mine.check(["log:s.l"])
-    assert store.rows["log:s.l"].holder == "h:2:b", "giving back never removes another's lease"
+    assert store.rows["log:s.l"].holder == Me("h", 2, "b").holder, (
+        "giving back never removes another's lease"
+    )
+
+
+def test_a_lease_whose_renewals_fail_stops_the_write_before_it_expires() -> None:
+    class Failing(MemoryStore):
+        broken = False
+
+        def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
+            if self.broken:
+                raise RuntimeError("catalog unreachable")
+            return super().swap(version, names, new)
+
+    store = Failing()
+    mine = Leases(Me("h", 1, "a"))
+    with mine.holding(store, ["view:s.v"], ttl=0.8, wait=0, purpose="p"):
+        store.broken = True  # every renewal from now on fails
+        mine.check(["view:s.v"])  # most of its ttl is left
+        time.sleep(0.7)  # the renewals failed: less than a quarter of the ttl is left
+        with pytest.raises(FastRefreshError, match=r"(?s)lease on s.v was lost.*expires at.*Fix"):
+            mine.check(["view:s.v"])
+        mine.check(["log:s.other"])  # only the leases named are checked
+        store.broken = False
+    mine.stop()
+
+
+def test_a_gone_pid_in_another_pid_namespace_is_not_taken_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(leases, "process_alive", lambda pid: False)  # no such pid *here*
+    store = MemoryStore()
+    container = Me("h", 7, "c", space="another-namespace")  # same host name, own pids
+    store.rows["view:s.v"] = lease(container, expires=dt.datetime(2100, 1, 1), name="view:s.v")
+    with (
+        pytest.raises(FastRefreshError, match="leased by process 7 on h"),
+        Leases(Me("h", 1, "a")).holding(store, ["view:s.v"], ttl=60, wait=0.1, purpose="p"),
+    ):
+        pass
+    assert store.rows["view:s.v"].holder == container.holder
 
 
 def test_the_heartbeat_renews_while_held() -> None:
@@ -176,3 +216,63 @@ def test_a_swap_lost_to_a_racer_is_retried_against_what_it_wrote() -> None:
     store = Racy()
     with Leases(Me("h", 1, "a")).holding(store, ["log:s.l"], ttl=60, wait=0, purpose="p"):
         assert store.rows["log:s.l"].pid == 1
+
+
+def test_a_swap_lost_to_a_racer_that_keeps_the_lease_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(leases, "process_alive", lambda pid: True)
+    racer = Me("h", 2, "b")
+
+    class Racy(MemoryStore):
+        def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
+            if "log:s.l" not in self.rows and racer.holder not in str(new):
+                # the racer's swap lands first and it keeps the lease
+                super().swap(version, names, {"log:s.l": lease(racer, expires=FAR)})
+                return False
+            return super().swap(version, names, new)
+
+    store = Racy()
+    with (
+        pytest.raises(FastRefreshError, match="leased by process 2 on h"),
+        Leases(Me("h", 1, "a")).holding(store, ["log:s.l"], ttl=60, wait=0.2, purpose="p"),
+    ):
+        pass
+    assert store.rows["log:s.l"].holder == racer.holder
+
+
+def test_a_renewal_racing_a_give_back_and_take_again_loses_nothing() -> None:
+    """The heartbeat reads the leases while a thread of the same process gives one back
+    and takes it again: the renewal sees the row absent, but the lease held now is a new
+    one, not lost (the race a shared-catalog run with --threads 2 met)."""
+
+    class Hooked(MemoryStore):
+        hook: Any = None
+
+        def read(self, names: Sequence[str]) -> tuple[Any, dict[str, Lease]]:
+            hook, self.hook = self.hook, None
+            if hook is None:
+                return super().read(names)
+            hook("give back")
+            stale = super().read(names)  # the row is absent at this moment
+            hook("take again")
+            return stale
+
+    store, mine = Hooked(), Leases(Me("h", 1, "a"))
+    first = mine.holding(store, ["log:s.l"], ttl=60, wait=0, purpose="first")
+    again = mine.holding(store, ["log:s.l"], ttl=60, wait=0, purpose="again")
+    first.__enter__()
+
+    def race(step: str) -> None:
+        if step == "give back":
+            first.__exit__(None, None, None)
+        else:
+            again.__enter__()
+
+    store.hook = race
+    mine.renew()
+    assert store.rows["log:s.l"].purpose == "again"
+    mine.check(["log:s.l"])  # not lost: the lease held now was taken after the read
+    again.__exit__(None, None, None)
+    assert store.rows == {}
+    mine.stop()

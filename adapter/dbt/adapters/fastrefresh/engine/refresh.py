@@ -568,7 +568,9 @@ class _Refresh:
         changed = {m: s for m, s in sources.items() if m in pending}
         statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
         state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)
-        commit_view(self.env, self.storage, statement, state, fault="apply.after_merge")
+        commit_view(
+            self.env, self.storage, statement, state, fault="apply.after_merge", view=self.view
+        )
         return log_rows, False
 
     def _apply_complete(
@@ -604,7 +606,9 @@ class _Refresh:
                 f"{self.table.options} TBLPROPERTIES ({sqltext.properties(properties)}) "
                 f"AS {select}"
             )
-        commit_view(env, self.storage, statement, state, fault="apply.after_rebuild")
+        commit_view(
+            env, self.storage, statement, state, fault="apply.after_rebuild", view=self.view
+        )
         if in_place and record is not None and record.config != config:
             # After the data: a crash between the two leaves the old configuration, which
             # only makes the next refresh rebuild again.
@@ -640,16 +644,19 @@ class _Refresh:
 
 
 def commit_view(
-    env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str
+    env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str, view: TableName
 ) -> None:
     """Run ``statement`` (the view's MERGE or rebuild of its ``storage`` table) with the
     view's new ``state``: in the commit's snapshot summary where the path can, else as a
-    property right after."""
+    property right after (each write only while the view's lease, on a shared catalog,
+    is still this process's)."""
+    env.check_leases([f"view:{view}"])
     with env.tables.summary({VIEW_STATE: state.to_json()}) as attached:
         env.sql.execute(statement)
     faults.point(fault)
     if attached:
         return
+    env.check_leases([f"view:{view}"])
     meta = env.tables.load(storage, fresh=False)
     stored = state.replace(snapshot=meta.current_snapshot if meta else None)
     env.tables.set_properties(storage, {VIEW_STATE: stored.to_json()})

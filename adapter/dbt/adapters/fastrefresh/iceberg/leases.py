@@ -52,11 +52,12 @@ def leases_table(registry: str) -> TableName:
     return TableName(registry, TABLE)
 
 
-def ensure_table(x: Executor, table: TableName) -> None:
-    """The leases table, if missing (checked once per process)."""
+def ensure_table(x: Executor, table: TableName, *, missing: bool = False) -> None:
+    """The leases table, if missing (checked once per process, unless the caller saw it
+    ``missing``: a registry dropped and made again)."""
     key = str(table)
     with _created_lock:
-        if key in _created:
+        if key in _created and not missing:
             return
         x.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(table.schema)}")
         x.execute(
@@ -121,8 +122,19 @@ class SqlLeaseStore:
                 return False
             raise
         self.swaps += 1
+        if self.swaps % EXPIRE_EVERY == 0:
+            self._expire()
         _, now = self.read(names)
         return all(_same(now.get(n), new.get(n)) for n in names)
+
+    def _expire(self) -> None:
+        older = dt.datetime.now(dt.timezone.utc) - EXPIRE_OLDER_THAN
+        with contextlib.suppress(Exception):  # housekeeping: the next one may pass
+            self.x.execute(
+                f"CALL system.expire_snapshots(table => "
+                f"{literal(f'{self.table.schema}.{self.table.table}')}, older_than => "
+                f"TIMESTAMP'{older:%Y-%m-%d %H:%M:%S}+00:00', retain_last => 5)"
+            )
 
 
 def _source_row(name: str, was: Lease | None, new: Lease | None) -> str:

@@ -194,6 +194,7 @@ def _append(
             youngest=max(state.youngest, stamp) if stamp is not None else state.youngest,
         )
         before = log.meta.current_snapshot
+        env.check_leases([log_lock(log.log_table)])
         with env.tables.summary({LOG_STATE: pending.to_json()}) as attached:
             env.sql.execute(statement)
     env.upkeep_commit(log.log_table)

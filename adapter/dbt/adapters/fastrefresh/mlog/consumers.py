@@ -291,6 +291,7 @@ def plan_purge(
 def execute_purge(env: Env, log: LoadedLog, plan: PurgePlan) -> None:
     """Delete the rows of ``plan`` and record the log's state with them (caller holds the
     log's lock): whole files in one metadata-only commit where they line up, else by rows."""
+    env.check_leases([log_lock(log.log_table)])
     summary = {LOG_STATE: plan.state.to_json()}
     dropped = env.tables.delete_through(log.log_table, "capture__", plan.through, summary)
     if dropped and env.tables.kind == "java":

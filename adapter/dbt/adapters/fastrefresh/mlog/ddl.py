@@ -118,6 +118,7 @@ def load_log(env: Env, master: TableName) -> LoadedLog | None:
 
 def record_state(env: Env, log: LoadedLog, state: LogState) -> LoadedLog:
     """Record ``state`` as a property commit (no data commit carries it)."""
+    env.check_leases([log_lock(log.log_table)])
     current = env.tables.load(log.log_table, fresh=False)
     anchor = current.current_snapshot if current else None
     stored = state.replace(snapshot=anchor, sequence_base=None)

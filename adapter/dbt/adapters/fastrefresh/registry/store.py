@@ -199,7 +199,7 @@ def ensure(env: Env) -> None:
         else:
             create_table(env)
         if LEASES not in existing:
-            ensure_leases(env.sql, leases_table(env.registry))
+            ensure_leases(env.sql, leases_table(env.registry), missing=True)
         for view in VIEWS:
             if view not in existing:
                 env.sql.execute(
@@ -296,11 +296,12 @@ def publish(env: Env) -> str:
         if rows:
             faults.point("publish.before")
             env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
-            env.upkeep_commit(table(env))
-            _compact_when_due(env)
     except Exception:
         env.runtime.restore_journal(env.registry, journal)
         raise
+    if rows:  # published: what follows is housekeeping, and must not publish it twice
+        env.upkeep_commit(table(env))
+        _compact_when_due(env)
     return f"registry: published {len(rows)} row(s) to {table(env)}"
 
 
@@ -427,13 +428,22 @@ def _compact_when_due(env: Env) -> None:
         return
     source = table(env).sql
     kinds = ", ".join(string(k) for k, latest in KINDS.values() if latest)
-    env.sql.execute(
-        f"MERGE INTO {source} t USING (SELECT kind, name, recorded, seq FROM (SELECT kind, "
-        "name, recorded, seq, row_number() OVER (PARTITION BY kind, name ORDER BY recorded "
-        f"DESC, seq DESC) AS rank__ FROM {source} WHERE kind IN ({kinds})) WHERE rank__ > 1) s "
-        "ON t.kind = s.kind AND t.name = s.name AND t.recorded = s.recorded AND t.seq = s.seq "
-        "WHEN MATCHED THEN DELETE"
-    )
+    try:
+        env.sql.execute(
+            f"MERGE INTO {source} t USING (SELECT kind, name, recorded, seq FROM (SELECT kind, "
+            "name, recorded, seq, row_number() OVER (PARTITION BY kind, name ORDER BY "
+            f"recorded DESC, seq DESC) AS rank__ FROM {source} WHERE kind IN ({kinds})) "
+            "WHERE rank__ > 1) s ON t.kind = s.kind AND t.name = s.name AND "
+            "t.recorded = s.recorded AND t.seq = s.seq WHEN MATCHED THEN DELETE"
+        )
+    except Exception as exc:  # e.g. another process published meanwhile (serializable)
+        env.runtime.commits[key] = COMPACT_EVERY - 1  # try again at the next publish
+        logger.warning(
+            f"dbt-fastrefresh could not compact the registry table {table(env)}: {exc}. What "
+            "was published stays; the next publish tries again. Fix: none needed unless it "
+            "repeats; then check that the warehouse is writable."
+        )
+        return
     env.upkeep_commit(table(env))
 
 

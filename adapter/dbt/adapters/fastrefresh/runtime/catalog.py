@@ -8,7 +8,7 @@ runs inside the dbt process, with the embedded default's jars and settings; ever
 view and namespace lives in the shared catalog (Spark's own catalog is in memory only).
 
 Iceberg's atomic commits keep each commit whole; what spans several commits (a capture,
-a refresh, a purge) is kept apart across processes by leases (``protocol/leases.py``).
+a refresh, a purge) is kept apart across processes by leases (``runtime/leases.py``).
 """
 
 from __future__ import annotations

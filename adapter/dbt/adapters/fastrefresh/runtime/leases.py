@@ -32,12 +32,14 @@ import contextlib
 import datetime as dt
 import functools
 import os
+import random
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -47,6 +49,10 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 logger = AdapterLogger("fastrefresh")
 
 LEASED_PREFIXES = ("log:", "view:")  # the process locks that are leases too
+# A holder writes only while its lease has this much of its ttl left (renewals run every
+# third of it, so one late renewal does not stop a refresh; two do).
+SAFE_FRACTION = 0.25
+MIN_RACES = 5  # swaps lost to other processes retried even past the wait
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class Lease:
     """One lease as its row says: ``name`` (``log:<log table>`` or ``view:<view>``)."""
 
     name: str
-    holder: str  # <host>:<pid>:<token>, unique per process
+    holder: str  # <host>:<pid>:<pid space>.<token>, unique per process
     host: str
     pid: int
     acquired: dt.datetime  # naive UTC
@@ -81,6 +87,16 @@ class LeaseStore(Protocol):
         ...
 
 
+def _this_space() -> str:
+    """Which process-id space this process lives in: the machine's boot and its pid
+    namespace (containers sharing a host name do not share pids), '' where unknown."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")
+        return f"{boot[:12]}{os.stat('/proc/self/ns/pid').st_ino:x}"
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True)
 class Me:
     """This process, as its leases name it."""
@@ -88,10 +104,17 @@ class Me:
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
     token: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    space: str = field(default_factory=_this_space)
 
     @property
     def holder(self) -> str:
-        return f"{self.host}:{self.pid}:{self.token}"
+        return f"{self.host}:{self.pid}:{self.space}.{self.token}"
+
+
+def _space(holder: str) -> str | None:
+    """The pid space a holder named (None: a holder written without one)."""
+    last = holder.rsplit(":", 1)[-1]
+    return last.partition(".")[0] if "." in last else None
 
 
 def process_alive(pid: int) -> bool:
@@ -106,27 +129,35 @@ def process_alive(pid: int) -> bool:
 
 
 def free(
-    lease: Lease | None, me: Me, now: dt.datetime, alive: Any = process_alive
+    lease: Lease | None, me: Me, now: dt.datetime, alive: Any = None
 ) -> tuple[bool, str | None]:
     """Whether ``lease`` lets ``me`` take it (pure but for ``alive``), and why it may be
     taken over when it is someone else's (None: it is not). A lease is free when there
     is none, when it is ``me``'s, when it has expired, or when its holder was a process of
-    this machine that is gone.
+    this machine (same host name and pid space) that is gone.
 
     >>> t = dt.datetime(2026, 1, 1)
-    >>> other = Lease("log:a", "h:1:x", "h", 1, t, t + dt.timedelta(seconds=60), "refresh")
-    >>> free(other, Me("h", 2, "y"), t, alive=lambda pid: True)
+    >>> holder = Me("h", 1, "x", "s").holder
+    >>> other = Lease("log:a", holder, "h", 1, t, t + dt.timedelta(seconds=60), "refresh")
+    >>> free(other, Me("h", 2, "y", "s"), t, alive=lambda pid: True)
     (False, None)
-    >>> free(other, Me("h", 2, "y"), t + dt.timedelta(seconds=61), alive=lambda pid: True)[0]
+    >>> free(other, Me("h", 2, "y", "s"), t + dt.timedelta(seconds=61), alive=lambda pid: True)[0]
     True
-    >>> free(other, Me("h", 2, "y"), t, alive=lambda pid: False)[1]
+    >>> free(other, Me("h", 2, "y", "s"), t, alive=lambda pid: False)[1]
     'its process 1 on h is gone'
+    >>> free(other, Me("h", 2, "y", "another pid namespace"), t, alive=lambda pid: False)
+    (False, None)
     """
     if lease is None or lease.holder == me.holder:
         return True, None
     if lease.expires <= now:
         return True, f"it expired at {lease.expires:%Y-%m-%d %H:%M:%S} UTC"
-    if lease.host == me.host and lease.pid != me.pid and not alive(lease.pid):
+    if (
+        lease.host == me.host
+        and _space(lease.holder) == me.space
+        and lease.pid != me.pid
+        and not (alive or process_alive)(lease.pid)
+    ):
         return True, f"its process {lease.pid} on {lease.host} is gone"
     return False, None
 
@@ -154,6 +185,8 @@ class Leases:
         self._beat: threading.Thread | None = None
         self._stop = threading.Event()
         self.taken_over: list[str] = []  # what was taken over, and why (for the journal)
+        self.taken = 0  # leases taken (figures for tests and logs)
+        self.waited = 0  # of which found held by another process first
 
     # -- the public steps ----------------------------------------------------------------
 
@@ -187,13 +220,16 @@ class Leases:
             self._give_back(wanted)
 
     def check(self, names: Sequence[str] | None = None) -> None:
-        """Raise when a lease this process holds was taken over (it stalled past its
-        expiry), before it writes under a lease it no longer has."""
+        """Raise, before a write, when a lease this process holds was taken over or may
+        be: a renewal found it taken, or the last renewal that passed leaves it less
+        than a quarter of its ``ttl`` (two renewals in a row failed or were late, so
+        another process may take it over before the write commits)."""
+        now = _utcnow()
         with self._guard:
             lost = [
-                (n, h.lost)
+                (n, h.lost or _running_out(h, now))
                 for n, h in self._held.items()
-                if h.lost and (names is None or n in names)
+                if (h.lost or _running_out(h, now)) and (names is None or n in names)
             ]
         if lost:
             name, why = lost[0]
@@ -218,7 +254,8 @@ class Leases:
         self, store: LeaseStore, names: Sequence[str], *, ttl: float, wait: float, purpose: str
     ) -> None:
         deadline = time.monotonic() + wait
-        pause, said = 0.05, set()
+        pause, races = 0.05, 0
+        said: set[str] = set()
         while True:
             version, current = store.read(names)
             now = _utcnow()
@@ -232,8 +269,20 @@ class Leases:
                 }
                 if store.swap(version, names, mine):
                     self._record(store, mine, ttl, current, verdicts)
+                    with self._guard:
+                        self.taken += len(names)
+                        self.waited += len(names) if said else 0
                     return
-                pause = 0.05  # another process swapped first: read again at once
+                # Another process committed first (on the SQL path any change to the
+                # table, a renewal too): read again after a short random pause.
+                races += 1
+                if races > MIN_RACES and time.monotonic() >= deadline:
+                    raise FastRefreshError(
+                        f"The leases table kept changing while this process took the lease "
+                        f"on {', '.join(_what(n) for n in names)} for {wait:g} s. Nothing "
+                        "was written. Fix: run it again, or raise catalog.lease_wait_seconds."
+                    )
+                time.sleep(random.uniform(0.02, 0.25))
                 continue
             if time.monotonic() >= deadline:
                 lease = blocking[0]
@@ -355,12 +404,26 @@ class Leases:
             with self._guard:
                 for n in group:
                     found = self._held.get(n)
-                    if found is None:
+                    # Only the very lease read above: a thread of this process may have
+                    # given it back and taken it again meanwhile (the row was then absent
+                    # for a moment, and is not lost).
+                    if found is None or found is not held[n]:
                         continue
                     if n in gone:
                         found.lost = "another process took it over after it expired"
                     else:
                         found.lease = _replace(found.lease, expires=expires)
+
+
+def _running_out(held: _Held, now: dt.datetime) -> str | None:
+    """Why ``held`` is too close to its expiry to write under (None: it is not)."""
+    left = (held.lease.expires - now).total_seconds()
+    if left >= held.ttl * SAFE_FRACTION:
+        return None
+    return (
+        f"its renewals failed or came late, so it expires at "
+        f"{held.lease.expires:%H:%M:%S} UTC, {max(left, 0):.0f} s from now"
+    )
 
 
 def _replace(lease: Lease, **changes: Any) -> Lease:
