@@ -70,6 +70,8 @@ class World:
         self.commit_scn, self.purge = FLAVOURS[flavour]
         self.view = TableName(self.s, "v")
         self.sql = SHAPES[shape].format(s=self.s)
+        # The master whose rows the mark point's invocation captures: one the view reads.
+        self.marked = "m" if "{s}.m " in SHAPES[shape] else "b"
         self.next_key = 1000
         self.restart()
 
@@ -117,8 +119,9 @@ class World:
         (for the mark), a complete refresh (for the rebuild's points), and the publish
         at its end (the deferred purge, the registry)."""
         if point == "setup.after_mark":
-            capture.capture(self.env, TableName(self.s, "m"))
-            self.spark.sql(f"INSERT INTO {self.s}.m VALUES ({self.next_key}, 1, 1)")
+            capture.capture(self.env, TableName(self.s, self.marked))
+            row = f"{self.next_key}, 1, 1" if self.marked == "m" else "1, 1"
+            self.spark.sql(f"INSERT INTO {self.s}.{self.marked} VALUES ({row})")
             self.next_key += 1
         rebuild = point in ("apply.after_rebuild", "register.before")
         self.refresh("complete" if rebuild else "force")

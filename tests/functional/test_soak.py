@@ -115,6 +115,10 @@ class Soak:
             left = self.spark.sql(f"SELECT count(*) FROM {self.s}.mlog__{master}").first()[0]
             assert left == 0, f"mlog__{master} keeps {left} row(s) no view needs"
         self.figures["checkpoints"] += 1
+        # Progress for long runs (pytest -s shows it as it goes).
+        print(
+            f"soak {self.s}: {dict(self.figures)}; divergences: {len(self.divergent)}", flush=True
+        )
 
     def run(self, batches: int) -> None:
         while self.figures["batches"] < batches:
