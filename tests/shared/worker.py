@@ -228,9 +228,12 @@ def _log_report(spark: Any, master: str, table: str) -> dict[str, Any]:
     ]  # fmt: skip
     youngest = [s["youngest"] for s in states]
     # A capture inside a refresh appends its rows stamped with that refresh's time (the
-    # state's youngest, marked_sequence -1 until loaded): one stamp per such append.
-    stamped = [s["youngest"] for s in states if s.get("sequence_base") is not None
-               and s.get("marked_sequence") == -1]  # fmt: skip
+    # state's youngest, marked_sequence -1 until loaded). A capture of many commits does
+    # it in several appends (COMMITS_PER_APPEND each), all with its stamp and its
+    # captured_at: those count as one capture, and the stamps of captures must increase.
+    appends = [(s["captured_at"], s["youngest"]) for s in states
+               if s.get("sequence_base") is not None and s.get("marked_sequence") == -1]  # fmt: skip
+    stamped = [b for a, b in zip([None, *appends], appends, strict=False) if a != b]
     rows = spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0]
     master_current = spark.sql(
         f"SELECT snapshot_id FROM {RAW}.{master}.snapshots ORDER BY committed_at DESC LIMIT 1"
@@ -241,7 +244,8 @@ def _log_report(spark: Any, master: str, table: str) -> dict[str, Any]:
         "gaps_or_overlaps": gaps,
         "youngest_never_decreases": youngest == sorted(youngest),
         "stamped_captures": len(stamped),
-        "stamps_strictly_increase": all(a < b for a, b in itertools.pairwise(stamped)),
+        "stamps_strictly_increase": all(a[1] < b[1] for a, b in itertools.pairwise(stamped)),
+        "stamps": [stamp for _, stamp in stamped],
         "stamp_commits": len(states),
         "rows_left": int(rows),
         "captured_through_master": (states[-1]["captured_through"] if states else None)
