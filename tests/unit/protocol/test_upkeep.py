@@ -40,7 +40,7 @@ def test_upkeep_expires_every_nth_commit_of_each_table(monkeypatch: pytest.Monke
 
 
 def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
-    from dbt.adapters.fastrefresh.protocol.upkeep import expire_sql
+    from dbt.adapters.fastrefresh.sqltext import expire_sql
 
     sql = expire_sql(TableName("reg", "registry"), dt.datetime(2026, 1, 2, 3, 4, 5, 6), 10)
     assert sql == (

@@ -27,6 +27,19 @@ def timestamp(value: dt.datetime) -> str:
     return f"TIMESTAMP_NTZ'{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
 
 
+def instant(value: dt.datetime) -> str:
+    """A TIMESTAMP literal of naive UTC ``value``, whatever the session's time zone."""
+    return f"TIMESTAMP'{value:%Y-%m-%d %H:%M:%S.%f}+00:00'"
+
+
+def expire_sql(table: TableName, older_than: dt.datetime, keep_last: int) -> str:
+    """The ``expire_snapshots`` call (pure). ``older_than`` is naive UTC."""
+    return (
+        f"CALL system.expire_snapshots(table => {string(f'{table.schema}.{table.table}')}, "
+        f"older_than => {instant(older_than)}, retain_last => {int(keep_last)})"
+    )
+
+
 def properties(values: dict[str, str]) -> str:
     """A TBLPROPERTIES list: ``{'a': '1'}`` → ``'a'='1'``."""
     return ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())

@@ -29,7 +29,7 @@ from typing import Any
 
 from dbt.adapters.fastrefresh.runtime.executor import Executor
 from dbt.adapters.fastrefresh.runtime.leases import Lease
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, timestamp
+from dbt.adapters.fastrefresh.sqltext import TableName, expire_sql, ident, literal, timestamp
 
 TABLE = "leases"
 COLUMNS = (
@@ -43,6 +43,7 @@ PROPERTIES = (
 )
 EXPIRE_EVERY = 50
 EXPIRE_OLDER_THAN = dt.timedelta(minutes=10)
+KEEP_LAST = 5
 _FIELDS = ("name", "holder", "host", "pid", "acquired", "expires", "purpose")
 _created: set[str] = set()
 _created_lock = threading.Lock()
@@ -128,13 +129,9 @@ class SqlLeaseStore:
         return all(_same(now.get(n), new.get(n)) for n in names)
 
     def _expire(self) -> None:
-        older = dt.datetime.now(dt.timezone.utc) - EXPIRE_OLDER_THAN
+        older = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - EXPIRE_OLDER_THAN
         with contextlib.suppress(Exception):  # housekeeping: the next one may pass
-            self.x.execute(
-                f"CALL system.expire_snapshots(table => "
-                f"{literal(f'{self.table.schema}.{self.table.table}')}, older_than => "
-                f"TIMESTAMP'{older:%Y-%m-%d %H:%M:%S}+00:00', retain_last => 5)"
-            )
+            self.x.execute(expire_sql(self.table, older, KEEP_LAST))
 
 
 def _source_row(name: str, was: Lease | None, new: Lease | None) -> str:
@@ -271,4 +268,4 @@ class JavaLeaseStore:
     def _expire(self, table: Any) -> None:
         older = int((dt.datetime.now(dt.timezone.utc) - EXPIRE_OLDER_THAN).timestamp() * 1000)
         with contextlib.suppress(Exception):  # housekeeping: the next one may pass
-            table.expireSnapshots().expireOlderThan(older).retainLast(5).commit()
+            table.expireSnapshots().expireOlderThan(older).retainLast(KEEP_LAST).commit()

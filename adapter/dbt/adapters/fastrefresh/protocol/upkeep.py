@@ -30,26 +30,13 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.fastrefresh.runtime.executor import Executor
 from dbt.adapters.fastrefresh.runtime.process import Runtime
-from dbt.adapters.fastrefresh.sqltext import TableName, string
+from dbt.adapters.fastrefresh.sqltext import TableName, expire_sql, instant
 
 logger = AdapterLogger("fastrefresh")
 
 EVERY = 100  # commits of this process to one table between two expiries
 KEEP_LAST = 10  # snapshots every expiry keeps, however old
 MIN_AGE = dt.timedelta(hours=1)  # snapshots younger than this are kept
-
-
-def _instant(value: dt.datetime) -> str:
-    """A TIMESTAMP literal of naive UTC ``value``, whatever the session's time zone."""
-    return f"TIMESTAMP'{value:%Y-%m-%d %H:%M:%S.%f}+00:00'"
-
-
-def expire_sql(table: TableName, older_than: dt.datetime, keep_last: int) -> str:
-    """The ``expire_snapshots`` call (pure). ``older_than`` is naive UTC."""
-    return (
-        f"CALL system.expire_snapshots(table => {string(f'{table.schema}.{table.table}')}, "
-        f"older_than => {_instant(older_than)}, retain_last => {int(keep_last)})"
-    )
 
 
 def due(runtime: Runtime, table: TableName) -> bool:
@@ -99,7 +86,7 @@ def expire(x: Executor, table: TableName, older_than: dt.datetime, keep_last: in
     has nothing to expire, the count a few hundredths."""
     try:
         total, old = x.query(
-            f"SELECT count(*), count_if(committed_at < {_instant(older_than)}) "
+            f"SELECT count(*), count_if(committed_at < {instant(older_than)}) "
             f"FROM {table.metadata('snapshots')}"
         )[0]
         if not old or int(total) <= keep_last:

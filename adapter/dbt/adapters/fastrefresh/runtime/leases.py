@@ -226,11 +226,12 @@ class Leases:
         another process may take it over before the write commits)."""
         now = _utcnow()
         with self._guard:
-            lost = [
-                (n, h.lost or _running_out(h, now))
+            reasons = {
+                n: h.lost or _running_out(h, now)
                 for n, h in self._held.items()
-                if (h.lost or _running_out(h, now)) and (names is None or n in names)
-            ]
+                if names is None or n in names
+            }
+        lost = [(n, w) for n, w in reasons.items() if w]
         if lost:
             name, why = lost[0]
             raise FastRefreshError(
