@@ -45,6 +45,10 @@ EXPIRE_EVERY = 50
 EXPIRE_OLDER_THAN = dt.timedelta(minutes=10)
 KEEP_LAST = 5
 _FIELDS = ("name", "holder", "host", "pid", "acquired", "expires", "purpose")
+# What Iceberg raises when another commit to the table came first. The last one is the
+# copy-on-write MERGE of a thread whose scan's snapshot is no longer the table's current
+# one (another thread of this process swapped in between, on a catalog without caching).
+CONFLICTS = ("ValidationException", "CommitFailedException", "has been concurrently modified")
 _created: set[str] = set()
 _created_lock = threading.Lock()
 
@@ -66,6 +70,12 @@ def ensure_table(x: Executor, table: TableName, *, missing: bool = False) -> Non
             f"PARTITIONED BY (name) TBLPROPERTIES ({PROPERTIES})"
         )
         _created.add(key)
+
+
+def lost_to_a_racer(exc: BaseException) -> bool:
+    """Whether ``exc`` is Iceberg refusing a commit because another one came first."""
+    text = str(exc)
+    return any(conflict in text for conflict in CONFLICTS)
 
 
 def _names_in(names: Sequence[str]) -> str:
@@ -118,8 +128,8 @@ class SqlLeaseStore:
         )
         try:
             self.x.execute(statement)
-        except Exception as exc:  # another process's change came first: read again
-            if "ValidationException" in str(exc) or "CommitFailedException" in str(exc):
+        except Exception as exc:  # another change came first: read again
+            if lost_to_a_racer(exc):
                 return False
             raise
         self.swaps += 1
@@ -227,8 +237,7 @@ class JavaLeaseStore:
         try:
             op.commit()
         except Exception as exc:  # py4j wraps Iceberg's ValidationException
-            text = str(exc)
-            if "ValidationException" in text or "CommitFailedException" in text:
+            if lost_to_a_racer(exc):
                 return False
             raise
         self.swaps += 1
