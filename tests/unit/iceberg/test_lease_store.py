@@ -31,10 +31,8 @@ class Failing:
 
     def __init__(self, message: str) -> None:
         self.message = message
-        self.statements: list[str] = []
 
     def execute(self, sql: str) -> None:
-        self.statements.append(sql)
         if sql.startswith("MERGE"):
             raise RuntimeError(self.message)
 
