@@ -245,8 +245,8 @@ class TestDagRefreshesFast(FastRefreshProject):
         assert columns("mart_region_copy__fr_data")[-1] == "__fr_multiplicity"
         rng = random.Random(23)
         next_id = [4]
-        # Three rounds (make demo-dag and its slow test run twenty of the same shape).
-        for round_ in range(3):
+        # Two rounds (make demo-dag and its slow test run twenty of the same shape).
+        for round_ in range(2):
             _dml(project, rng, next_id)
             out = _run(["run"])
             for name in FAST_MODELS:
