@@ -407,6 +407,7 @@ def test_every_change_kind_reaches_every_view(spark: Any, path: str, part: int) 
     """Deterministic coverage: each kind of change, then every view it touches refreshes
     and checks."""
     # Round 1 changes every master, so every view is refreshed and checked after its build.
+    assert {change[0] for change in CHANGE_KINDS[0]} == set(MASTERS)
     world = World(
         spark, commit_scn=False, path=path, views=sorted(VIEWS)[part::PARTS], check_builds=False
     )
