@@ -3,6 +3,7 @@ registry in place (nothing it held is lost; views keep refreshing fast)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -11,9 +12,11 @@ import pytest
 from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.iceberg.sql import SqlTables
 from dbt.adapters.fastrefresh.ivm.analysis import query_hash
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.registry import store as registry
+from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, keyed_master_with_log, matches
 
@@ -83,9 +86,56 @@ def test_a_temporary_view_is_not_taken_for_a_table(spark: Any) -> None:
         assert _tables(spark, "reg_temp") == {"registry", "leases", *registry.VIEWS}
         assert mt.table_exists(env.sql, TableName("reg_temp", "mviews"))
         assert not mt.table_exists(env.sql, TableName("reg_temp", "orders_tmp"))
+        # The SQL path's load asks DESCRIBE alone: a qualified name never finds a temp view.
+        assert SqlTables(env.sql).load(TableName("reg_temp", "orders_tmp")) is None
     finally:
         spark.sql("DROP VIEW IF EXISTS mviews")
         spark.sql("DROP VIEW IF EXISTS orders_tmp")
+
+
+def test_the_sql_path_loads_in_two_statements_and_once_inside_reading(spark: Any) -> None:
+    """A missing table (or schema) is None from one failed DESCRIBE; inside ``reading`` a
+    table's first load answers the next (another writer's commit is seen after the block),
+    and a write through the same object ends the reuse."""
+    spark.sql("CREATE SCHEMA reg_reading")
+    spark.sql("CREATE TABLE reg_reading.t (k BIGINT) USING iceberg")
+    spark.sql("INSERT INTO reg_reading.t VALUES (1)")
+    x = SparkExecutor(spark)
+    tables = SqlTables(x)
+    t = TableName("reg_reading", "t")
+    assert tables.load(TableName("reg_reading", "absent")) is None
+    assert tables.load(TableName("reg_reading_absent", "t")) is None
+    assert x.statements == ["DESCRIBE TABLE EXTENDED `reg_reading`.`absent`",
+                            "DESCRIBE TABLE EXTENDED `reg_reading_absent`.`t`"]  # fmt: skip
+
+    class Dropped(SparkExecutor):
+        def query(self, sql: str) -> list[tuple[Any, ...]]:
+            raise RuntimeError("Connection reset by peer")
+
+    with pytest.raises(RuntimeError, match="Connection reset"):  # not taken for "missing"
+        SqlTables(Dropped(spark)).load(t)
+    first = tables.load(t)
+    assert first is not None and first.iceberg and [c.name for c in first.columns] == ["k"]
+    with tables.reading():
+        inside = tables.load(t)
+        spark.sql("INSERT INTO reg_reading.t VALUES (2)")
+        before = len(x.statements)
+        assert tables.load(t, fresh=True) == inside
+        assert len(x.statements) == before, "the first load inside the block answers"
+        tables.set_properties(t, {"fast_refresh.probe": "1"})
+        reread = tables.load(t)
+        assert reread is not None and reread.properties == {"fast_refresh.probe": "1"}
+        assert reread.current_snapshot != inside.current_snapshot  # type: ignore[union-attr]
+    after = tables.load(t, fresh=True)
+    assert after is not None and after.current_snapshot == reread.current_snapshot
+    # load_state: the same but the columns, from SHOW TBLPROPERTIES alone.
+    before = len(x.statements)
+    assert tables.load_state(t) == dataclasses.replace(after, columns=())
+    assert x.statements[before:] == ["SHOW TBLPROPERTIES `reg_reading`.`t`"]
+    assert tables.load_state(TableName("reg_reading", "absent"), fresh=True) is None
+    spark.sql("CREATE TABLE reg_reading.p (k BIGINT) USING parquet")
+    plain = tables.load_state(TableName("reg_reading", "p"))
+    assert plain is not None and not plain.iceberg and plain.provider == "parquet"
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])

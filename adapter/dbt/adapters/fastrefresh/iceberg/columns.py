@@ -46,9 +46,26 @@ def table_exists(x: Executor, table: TableName) -> bool:
     return table.table in table_names(x, table.schema, table.table)
 
 
-def describe(x: Executor, table: TableName) -> tuple[list[Column], dict[str, str]]:
-    """The table's columns (in order) and its detailed-information rows."""
-    rows = x.query(f"DESCRIBE TABLE EXTENDED {table.sql}")
+# How Spark and the Iceberg catalogs under it say that a table (or its schema) is not there.
+MISSING = ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND", "NoSuchTableException",
+           "NoSuchNamespaceException", "Table or view not found")  # fmt: skip
+
+
+def is_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` (from a statement naming one table) says that table does not exist."""
+    return any(m in str(exc) for m in MISSING)
+
+
+def describe(x: Executor, table: TableName) -> tuple[list[Column], dict[str, str]] | None:
+    """The table's columns (in order) and its detailed-information rows; None when it
+    does not exist. One statement, where asking first (``SHOW TABLES``, 15-55 ms on the
+    embedded stack) would be a second."""
+    try:
+        rows = x.query(f"DESCRIBE TABLE EXTENDED {table.sql}")
+    except Exception as exc:
+        if is_missing(exc):
+            return None
+        raise
     columns: list[Column] = []
     info: dict[str, str] = {}
     in_columns = True

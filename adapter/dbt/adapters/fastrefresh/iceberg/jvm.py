@@ -233,6 +233,14 @@ class JvmTables:
     def history(self, name: TableName) -> _JvmHistory:
         return _JvmHistory(self, self.table(name), self.state_keys)
 
+    def load_state(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
+        return self.load(name, fresh=fresh)  # the columns cost nothing more here
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """A load here costs milliseconds: nothing to reuse (see ``SqlTables.reading``)."""
+        yield
+
     # -- commits -------------------------------------------------------------------------
 
     def view_property(self, name: TableName, key: str) -> str | None:

@@ -51,6 +51,20 @@ def _sql_snapshots(x: Executor, name: TableName, keys: Sequence[str]) -> dict[in
     return out
 
 
+def _iceberg_meta(
+    name: TableName, columns: tuple[mt.Column, ...], properties: Mapping[str, str]
+) -> TableMeta:
+    """An Iceberg table's ``TableMeta`` from its ``SHOW TBLPROPERTIES`` rows."""
+    current = properties.get("current-snapshot-id", "")
+    identifiers = properties.get("identifier-fields", "")
+    return TableMeta(
+        name, True, "iceberg", columns,
+        int(current) if current.lstrip("-").isdigit() else None,
+        {k: v for k, v in properties.items() if k.startswith("fast_refresh.")},
+        tuple(p.strip().lower() for p in identifiers.strip("[]").split(",") if p.strip()),
+    )  # fmt: skip
+
+
 class SqlTables:
     """``Tables`` through Spark SQL statements only (every connection method)."""
 
@@ -59,11 +73,65 @@ class SqlTables:
     def __init__(self, x: Executor, state_keys: Sequence[str] = ()) -> None:
         self.x = x
         self.state_keys = tuple(state_keys)
+        # Inside ``reading``: each table's first answer (two or three statements a load).
+        self._memo: dict[TableName, TableMeta | None] | None = None
+        self._histories: dict[TableName, _SqlHistory] = {}
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Inside the block each table is loaded, and its history read, once: for a phase
+        that only reads, where one log or view is read for each of its users (publishing
+        the registry's rows). A write through this object ends the reuse."""
+        if self._memo is not None:  # nested: the outer block's reuse holds
+            yield
+            return
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
+            self._histories.clear()
+
+    def _forget(self) -> None:
+        if self._memo is not None:
+            self._memo.clear()
+            self._histories.clear()
 
     def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
-        if not mt.table_exists(self.x, name):
+        if self._memo is None:
+            return self._load(name, fresh=fresh)
+        if name not in self._memo:
+            self._memo[name] = self._load(name, fresh=fresh)
+        return self._memo[name]
+
+    def load_state(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
+        """``load`` without the columns (``SHOW TBLPROPERTIES`` alone, no ``DESCRIBE``)."""
+        if self._memo is not None and name in self._memo:
+            return self._memo[name]
+        if fresh:
+            try:
+                self.x.execute(f"REFRESH TABLE {name.sql}")
+            except Exception as exc:
+                if mt.is_missing(exc):
+                    return None
+                raise
+        try:
+            rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql}")
+        except Exception as exc:
+            if mt.is_missing(exc):
+                return None
+            raise
+        properties = {str(k): str(v) for k, v in rows}
+        if not properties.get("format", "").lower().startswith("iceberg"):
+            # Not an Iceberg table (or a view): its kind and columns take the full load.
+            return self.load(name, fresh=False)
+        return _iceberg_meta(name, (), properties)
+
+    def _load(self, name: TableName, *, fresh: bool) -> TableMeta | None:
+        described = mt.describe(self.x, name)
+        if described is None:
             return None
-        columns, info = mt.describe(self.x, name)
+        columns, info = described
         if info.get("Type", "").upper() == "VIEW":  # an Iceberg view's table_type is ICEBERG-VIEW
             return TableMeta(name, False, "view", tuple(columns), None, {})
         provider = info.get("Provider", "").lower()
@@ -77,21 +145,17 @@ class SqlTables:
             # Another writer may have committed since this session cached the table.
             self.x.execute(f"REFRESH TABLE {name.sql}")
         properties = {str(k): str(v) for k, v in self.x.query(f"SHOW TBLPROPERTIES {name.sql}")}
-        current = properties.get("current-snapshot-id", "")
-        identifiers = properties.get("identifier-fields", "")
-        return TableMeta(
-            name, True, "iceberg", tuple(columns),
-            int(current) if current.lstrip("-").isdigit() else None,
-            {k: v for k, v in properties.items() if k.startswith("fast_refresh.")},
-            tuple(p.strip().lower() for p in identifiers.strip("[]").split(",") if p.strip()),
-        )  # fmt: skip
+        return _iceberg_meta(name, tuple(columns), properties)
 
     def history(self, name: TableName) -> History:
-        return _SqlHistory(self.x, name, self.state_keys)
+        if self._memo is None:
+            return _SqlHistory(self.x, name, self.state_keys)
+        return self._histories.setdefault(name, _SqlHistory(self.x, name, self.state_keys))
 
     def set_properties(
         self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
     ) -> None:
+        self._forget()
         if values:
             listed = ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())
             self.x.execute(f"ALTER TABLE {name.sql} SET TBLPROPERTIES ({listed})")
@@ -107,7 +171,7 @@ class SqlTables:
         try:
             rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql} ({literal(key)})")
         except Exception as exc:  # a missing view is an error of Spark's, not ours
-            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "not found" in str(exc).lower():
+            if mt.is_missing(exc):
                 return None
             raise
         # A missing property comes back as a sentence in the value column.
@@ -130,5 +194,6 @@ class SqlTables:
     ) -> bool:
         # Spark deletes whole files by metadata when the condition covers them; otherwise
         # it rewrites them, which is still exact: the SQL path has no cheaper way to know.
+        self._forget()
         self.x.execute(f"DELETE FROM {name.sql} WHERE {ident(column)} <= {int(value)}")
         return True

@@ -201,7 +201,16 @@ class Tables(Protocol):
         """The table (None if it does not exist). ``fresh``: see other writers' commits."""
         ...
 
+    def load_state(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
+        """``load`` where only the properties and current snapshot are needed: the
+        columns may be left empty (reading a protocol state)."""
+        ...
+
     def history(self, name: TableName) -> History: ...
+
+    def reading(self) -> contextlib.AbstractContextManager[None]:
+        """A block that only reads, in which a table's first load may answer the next."""
+        ...
 
     def set_properties(
         self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()

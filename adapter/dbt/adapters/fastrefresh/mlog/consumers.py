@@ -236,7 +236,7 @@ def view_positions(env: Env, log: LoadedLog) -> dict[str, Position | None]:
 def read_view_state(env: Env, view: TableName) -> ViewState | None:
     """The view's newest state, from its storage table (None: no fast_refresh view)."""
     storage = storage_of(view)
-    meta = env.tables.load(storage, fresh=env.shared_catalog)
+    meta = env.tables.load_state(storage, fresh=env.shared_catalog)
     if meta is None or VIEW_CONFIG not in meta.properties:
         return None
     found = latest_state(meta, VIEW_STATE, env.tables.history(storage))

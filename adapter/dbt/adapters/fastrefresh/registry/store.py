@@ -292,7 +292,8 @@ def publish(env: Env) -> str:
         return "registry: nothing to publish"
     try:
         ensure(env)
-        rows = _rows(env, journal)
+        with env.tables.reading():  # a log or view is read for each of its users
+            rows = _rows(env, journal)
         if rows:
             faults.point("publish.before")
             env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
