@@ -1,12 +1,15 @@
-"""A separate process for the crash tests: each phase runs in its own JVM on one state dir.
+"""A separate process for the crash tests: phases run in a JVM of their own on one state dir.
 
-Usage: python crash_worker.py STATE_DIR PATH PHASE   (PATH: java or sql; prints one JSON
-line with what it saw). DBT_FASTREFRESH_FAULT kills the process at the named point.
+Usage: python crash_worker.py STATE_DIR PATH PHASE[,PHASE...]   (PATH: java or sql; prints
+one JSON line with what it saw). DBT_FASTREFRESH_FAULT kills the process at the named point,
+armed for the last phase only: a preparation and the phase killed after it share a process
+(a JVM start fewer), the recovery always starts a fresh one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -14,6 +17,7 @@ from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.embedded import start_session
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -49,11 +53,21 @@ def log_rows(spark: Any) -> list[list[Any]]:
     ]
 
 
-def main(state_dir: str, path: str, phase: str) -> None:
+def main(state_dir: str, path: str, phases: str) -> None:
+    fault = os.environ.pop(faults.VARIABLE, None)
     spark = start_session(state_dir)
     env = Env.for_spark(spark, "crash_registry", java=path == "java")
-    sql = spark.sql
     seen: dict[str, Any] = {}
+    names = phases.split(",")
+    for i, phase in enumerate(names):
+        if fault and i == len(names) - 1:
+            os.environ[faults.VARIABLE] = fault
+        run_phase(spark, env, phase, seen)
+    print(json.dumps(seen, default=str), flush=True)
+
+
+def run_phase(spark: Any, env: Env, phase: str, seen: dict[str, Any]) -> None:
+    sql = spark.sql
     if phase == "prepare":
         sql("CREATE SCHEMA crash")
         sql("CREATE TABLE crash.m (k BIGINT NOT NULL, v INT) USING iceberg")
@@ -101,9 +115,10 @@ def main(state_dir: str, path: str, phase: str) -> None:
             spark, env, refresh_of(env, JOIN_VIEW, JOIN_SQL, "fast"), JOIN_VIEW, JOIN_SQL
         )
         seen.update({"first": first, "second": second})
+    else:
+        raise ValueError(f"unknown phase {phase!r}")
     if not phase.startswith("join"):
         seen["log"] = log_rows(spark)
-    print(json.dumps(seen, default=str), flush=True)
 
 
 if __name__ == "__main__":
