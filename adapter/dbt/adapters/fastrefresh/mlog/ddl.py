@@ -116,10 +116,14 @@ def load_log(env: Env, master: TableName) -> LoadedLog | None:
     return LoadedLog(config, state, meta, found)
 
 
-def record_state(env: Env, log: LoadedLog, state: LogState) -> LoadedLog:
-    """Record ``state`` as a property commit (no data commit carries it)."""
+def record_state(
+    env: Env, log: LoadedLog, state: LogState, *, current: TableMeta | None = None
+) -> LoadedLog:
+    """Record ``state`` as a property commit (no data commit carries it). ``current``:
+    the log table as loaded since the last write to it, under its lock (spares a load)."""
     env.check_leases([log_lock(log.log_table)])
-    current = env.tables.load(log.log_table, fresh=False)
+    if current is None:
+        current = env.tables.load(log.log_table, fresh=False)
     anchor = current.current_snapshot if current else None
     stored = state.replace(snapshot=anchor, sequence_base=None)
     env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})
