@@ -380,10 +380,11 @@ def small_shuffles(spark: Any) -> None:
 CHANGE_KINDS = [
     # Rounds of (master, op, a, b, g, v): each kind of change on each master, three refreshes
     # of every view (a refresh costs about 1 s of small Spark jobs, whatever the delta's
-    # size, so the kinds share rounds). Round 1: inserts, and measure updates, one of them of a row
-    # inserted in the same round; round 2: group-column updates, key updates, a MERGE that
-    # inserts; round 3: that MERGE again (now its DELETE branch), a MERGE that updates, and
-    # deletes. Rounds change several masters, so join views see both sides change together.
+    # size, so the kinds share rounds). Round 1: inserts, and measure updates, one of them
+    # of a row inserted in the same round; round 2: group-column updates, key updates, a
+    # MERGE that inserts; round 3: that MERGE again (now its DELETE branch), a MERGE that
+    # updates, and deletes. Rounds change several masters, so join views see both sides
+    # change together.
     [("m1", "insert", 5, 0, "a", 3), ("m2", "insert", 0, 0, "b", 2), ("m3", "insert", 5, 0, "c", 1),
      ("m1", "update", 1, 0, "b", 3), ("m2", "update", 0, 0, "a", 1), ("m3", "update", 2, 0, "z", 3)],
     [("m1", "update", 2, 0, "c", 2), ("m3", "update", 1, 0, "b", 4),

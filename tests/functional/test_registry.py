@@ -114,8 +114,11 @@ def test_the_sql_path_loads_in_two_statements_and_once_inside_reading(spark: Any
 
     with pytest.raises(RuntimeError, match="Connection reset"):  # not taken for "missing"
         SqlTables(Dropped(spark)).load(t)
+    before = len(x.statements)
     first = tables.load(t)
     assert first is not None and first.iceberg and [c.name for c in first.columns] == ["k"]
+    assert x.statements[before:] == ["DESCRIBE TABLE EXTENDED `reg_reading`.`t`",
+                                     "SHOW TBLPROPERTIES `reg_reading`.`t`"]  # fmt: skip
     with tables.reading():
         inside = tables.load(t)
         spark.sql("INSERT INTO reg_reading.t VALUES (2)")
