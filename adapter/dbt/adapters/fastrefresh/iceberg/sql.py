@@ -108,14 +108,9 @@ class SqlTables:
         """``load`` without the columns (``SHOW TBLPROPERTIES`` alone, no ``DESCRIBE``)."""
         if self._memo is not None and name in self._memo:
             return self._memo[name]
-        if fresh:
-            try:
-                self.x.execute(f"REFRESH TABLE {name.sql}")
-            except Exception as exc:
-                if mt.is_missing(exc):
-                    return None
-                raise
         try:
+            if fresh:
+                self.x.execute(f"REFRESH TABLE {name.sql}")
             rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql}")
         except Exception as exc:
             if mt.is_missing(exc):

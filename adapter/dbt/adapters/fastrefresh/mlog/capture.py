@@ -211,7 +211,7 @@ def _append(
         env.runtime.journal(env.registry).logs.add(str(log.master))
         return dataclasses.replace(log, state=final, meta=after)
     # The SQL path, or an append that committed nothing.
-    return record_state(env, dataclasses.replace(log, meta=after), final, current=after)
+    return record_state(env, dataclasses.replace(log, meta=after), final, current=True)
 
 
 def _appended_rows(env: Env, log: LoadedLog, after: int | None, before: int | None) -> int:

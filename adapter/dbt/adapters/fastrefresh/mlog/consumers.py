@@ -209,7 +209,7 @@ def register(env: Env, setups: Sequence[Setup]) -> None:
                 continue
             claim = Claim(done.now, done.through_sequence, done.now)
             users = {**log.state.users, str(done.mview): claim}
-            record_state(env, log, log.state.replace(users=users), current=log.meta)
+            record_state(env, log, log.state.replace(users=users), current=True)
 
 
 # -- purge -------------------------------------------------------------------------------
@@ -330,7 +330,7 @@ def purge(
             execute_purge(env, log, plan)
         elif record_empty:
             state = log.state.replace(last_purge_time=when, last_purge_rows=0)
-            record_state(env, log, state, current=log.meta)
+            record_state(env, log, state, current=True)
         return plan
 
 

@@ -116,15 +116,13 @@ def load_log(env: Env, master: TableName) -> LoadedLog | None:
     return LoadedLog(config, state, meta, found)
 
 
-def record_state(
-    env: Env, log: LoadedLog, state: LogState, *, current: TableMeta | None = None
-) -> LoadedLog:
+def record_state(env: Env, log: LoadedLog, state: LogState, *, current: bool = False) -> LoadedLog:
     """Record ``state`` as a property commit (no data commit carries it). ``current``:
-    the log table as loaded since the last write to it, under its lock (spares a load)."""
+    ``log.meta`` was loaded under the log's lock since the last write to it, so it is not
+    loaded again."""
     env.check_leases([log_lock(log.log_table)])
-    if current is None:
-        current = env.tables.load(log.log_table, fresh=False)
-    anchor = current.current_snapshot if current else None
+    meta = log.meta if current else env.tables.load(log.log_table, fresh=False)
+    anchor = meta.current_snapshot if meta else None
     stored = state.replace(snapshot=anchor, sequence_base=None)
     env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})
     env.runtime.journal(env.registry).logs.add(str(log.master))
