@@ -243,8 +243,8 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert [r.node.name for r in failed] == ["fast_refresh_is_fresh_mv_force_"], "stale now"
 
         explained = op("explain_mview", mview=f"{s}.mv_force")
-        # A view of one file takes its delta as one INSERT OVERWRITE (refresh.overwrites).
-        assert "REFRESH_FAST: yes" in explained and "INSERT OVERWRITE" in explained
+        # A view of one file takes its delta as one statement replacing it (refresh.overwrites).
+        assert "REFRESH_FAST: yes" in explained and "REPLACE WHERE TRUE" in explained
         refreshed = op("refresh_mviews", names=f"{s}.mv_force", method="f")
         assert "FAST refresh of" in refreshed
 
@@ -372,7 +372,8 @@ class TestJoinThroughDbt(FastRefreshProject):
         assert f"FAST refresh of {s}.mv_join" in out, out
         run_dbt(["test"])
         explained = op("explain_mview", mview=f"{s}.mv_join")
-        assert "inner join of" in explained and "MERGE INTO" in explained
+        # A view of one file: its delta replaces it whole (refresh.overwrites).
+        assert "inner join of" in explained and "REPLACE WHERE TRUE" in explained
         assert "REFRESH_FAST: yes" in explained
 
 

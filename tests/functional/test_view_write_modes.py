@@ -85,3 +85,35 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
     change()
     results = refresh_all(first=False, expect="FAST", rows_v="COMPLETE")  # agg_v untouched
     assert "changed outside dbt-fastrefresh" in str(results["rows_v"].reason)
+
+
+def test_a_refresh_that_empties_a_view_empties_it_under_dynamic_overwrite(spark: Any) -> None:
+    """dbt-spark's ``insert_overwrite`` strategy sets Spark's dynamic partition overwrite
+    mode for the whole session, and under it an ``INSERT OVERWRITE`` of no rows replaces
+    nothing. The small view's one-statement delta and the complete refresh in place must
+    still empty the view when its query returns no rows."""
+    schema = f"{SCHEMA}_dyn"
+    env = keyed_master_with_log(spark, schema, rows=50, groups=5)
+    views = {
+        "rows_v": f"SELECT k, g, x FROM {schema}.m WHERE x > 0",
+        "agg_v": f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g",
+    }
+    for name, sql in views.items():
+        refresh_and_check(spark, env, TableName(schema, name), sql, exists=False, expect="COMPLETE")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        spark.sql(f"DELETE FROM {schema}.m WHERE k >= 0")
+        for name, sql in views.items():
+            refresh_and_check(spark, env, TableName(schema, name), sql, exists=True, expect="FAST")
+        spark.sql(f"INSERT INTO {schema}.m VALUES (1, 1, 1)")
+        for name, sql in views.items():
+            refresh_and_check(spark, env, TableName(schema, name), sql, exists=True, expect="FAST")
+            spark.sql(f"DELETE FROM {schema}.m WHERE k = 1")
+            result = refresh.refresh_view(
+                env, view=TableName(schema, name), sql=sql, method="complete", exists=True
+            )
+            assert result.refresh_type == "COMPLETE", result.reason
+            assert spark.sql(f"SELECT count(*) FROM {schema}.{name}").collect()[0][0] == 0, name
+            spark.sql(f"INSERT INTO {schema}.m VALUES (1, 1, 1)")
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")

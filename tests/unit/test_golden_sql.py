@@ -257,8 +257,12 @@ VIEWS = {
         (M1,),
     ),
 }
-# The shapes a small copy-on-write view takes its delta for as one INSERT OVERWRITE.
-OVERWRITE = ("projection_keyed", "aggregate_signed", "aggregate_minmax", "join_aggregate")
+# Shapes a small copy-on-write view takes its delta for as one statement replacing it.
+OVERWRITE = (
+    "projection_keyed", "projection_keyless", "aggregate_signed", "aggregate_minmax",
+    "join_aggregate", "join_on_group", "join_hidden_keys", "outer_left", "outer_full",
+    "outer_aggregate_full_global", "window_latest_row", "union_projections",
+)  # fmt: skip
 AVG_TYPES = {"m1.y": "decimal(14,6)", "a.y": "decimal(14,6)"}
 
 

@@ -66,7 +66,8 @@ WITH __fr_rng AS (
   GROUP BY
     m1.g
 )
-INSERT OVERWRITE TABLE `g`.`aggregate_minmax`
+INSERT INTO `g`.`aggregate_minmax`
+REPLACE WHERE TRUE
 SELECT
   CASE
     WHEN s.__fr_in IS NULL

@@ -38,7 +38,8 @@ WITH imgs AS (
   GROUP BY
     __fr_g_0
 )
-INSERT OVERWRITE TABLE `g`.`aggregate_signed`
+INSERT INTO `g`.`aggregate_signed`
+REPLACE WHERE TRUE
 SELECT
   CASE
     WHEN s.__fr_in IS NULL

@@ -96,7 +96,8 @@ WITH __fr_img0 AS (
   GROUP BY
     __fr_g_0
 )
-INSERT OVERWRITE TABLE `g`.`join_aggregate`
+INSERT INTO `g`.`join_aggregate`
+REPLACE WHERE TRUE
 SELECT
   CASE
     WHEN s.__fr_in IS NULL

@@ -56,7 +56,8 @@ WITH __fr_rng AS (
       )
     )
 )
-INSERT OVERWRITE TABLE `g`.`projection_keyed`
+INSERT INTO `g`.`projection_keyed`
+REPLACE WHERE TRUE
 SELECT
   `k`,
   `g`,

@@ -40,6 +40,17 @@ def expire_sql(table: TableName, older_than: dt.datetime, keep_last: int) -> str
     )
 
 
+def replace_all(table: TableName) -> str:
+    """The head of a statement replacing every row of ``table`` with its query's rows.
+
+    ``INSERT INTO ... REPLACE WHERE TRUE`` is a static overwrite whatever the session's
+    ``spark.sql.sources.partitionOverwriteMode``: under the dynamic mode, which dbt-spark's
+    ``insert_overwrite`` strategy sets for the whole session, an ``INSERT OVERWRITE`` only
+    replaces the partitions its rows reach, so one of no rows would replace nothing.
+    """
+    return f"INSERT INTO {table.sql} REPLACE WHERE TRUE"
+
+
 def properties(values: dict[str, str]) -> str:
     """A TBLPROPERTIES list: ``{'a': '1'}`` → ``'a'='1'``."""
     return ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())

@@ -6,8 +6,8 @@
    cause and fix (``refresh_method: fast``) — ``decide``.
 3. **Setup** per log (capture, choose the time, mark) — ``mlog.consumers.setup``.
 4. **Apply**: one MERGE of the delta (fast), or a rebuild on the pinned master snapshots
-   (complete): ``INSERT OVERWRITE`` of the table when the view's definition is unchanged
-   (its history kept for the logs on it), else ``CREATE OR REPLACE TABLE ... AS``. The
+   (complete): every row of the table replaced (``sqltext.replace_all``) when the view's
+   definition is unchanged (its history kept for the logs on it), else ``CREATE OR REPLACE TABLE ... AS``. The
    view's new state (its place on each log, the master snapshots it reflects) goes with
    that commit. With no change pending nothing is written at all.
 5. **Wrap-up**: a complete refresh registers the view on logs it is new to; the logs'
@@ -72,12 +72,12 @@ from dbt.adapters.fastrefresh.sqltext import TableName, storage_of, view_of
 # much as rebuilding from the master. Ranges below CHEAP_RANGE rows are not checked.
 COMPLETE_ABOVE_FRACTION = 0.2
 CHEAP_RANGE = 20_000
-# A view of at most this many data files takes its delta as one INSERT OVERWRITE of the
-# view instead of a MERGE: a copy-on-write MERGE rewrites the files its changed rows are
-# in, which for so few files is all of them, and first runs the delta once more to find
-# those files. (An aggregate view of 10,000 groups, 1% changes: 0.6-0.8 s against
-# 1.0-1.2 s.) Aggregates and keyed projections; only on the Java path, which knows the
-# count without a statement.
+# A view of at most this many data files takes its delta as one statement replacing the
+# whole view (``sqltext.replace_all``) instead of a MERGE: a copy-on-write MERGE rewrites
+# the files its changed rows are in, which for so few files is all of them, and first runs
+# the delta once more to find those files. (An aggregate view of 10,000 groups, 1%
+# changes: 0.6-0.8 s against 1.0-1.2 s.) Every shape; only on the Java path, which knows
+# the count without a statement.
 OVERWRITE_MAX_FILES = 2
 
 
@@ -205,26 +205,24 @@ def load_view(env: Env, view: TableName) -> ViewRecord | None:
 
 
 def overwrites(record: ViewRecord) -> bool:
-    """Whether the view takes its delta as one INSERT OVERWRITE (``OVERWRITE_MAX_FILES``).
-    Only a copy-on-write view (a merge-on-read MERGE rewrites nothing: it adds a delete
-    file), and never a partitioned one: under Spark's dynamic partition overwrite mode an
-    INSERT OVERWRITE would keep the partitions the delta emptied."""
+    """Whether the view takes its delta as one statement replacing it whole
+    (``OVERWRITE_MAX_FILES``). Only a copy-on-write view: a merge-on-read MERGE rewrites
+    nothing, it adds a delete file."""
     if record.data_files is None or record.data_files > OVERWRITE_MAX_FILES:
         return False
-    if record.config is None or "partitioned by" in record.config.table_options.lower():
+    if record.config is None:
         return False
     spec = TableSpec(record.config.table_options, record.config.table_properties)
     return spec.table_properties().get("write.merge.mode") != "merge-on-read"
 
 
 def keeps_history(record: ViewRecord, config: ViewConfig, plan: ViewPlan) -> bool:
-    """Whether a complete refresh may rewrite the view in place (``INSERT OVERWRITE``)
+    """Whether a complete refresh may rewrite the view in place (``sqltext.replace_all``)
     rather than replace its table: the same query over the same master columns (so the
-    same columns and types), the same table options and properties, and an unpartitioned
-    table (under Spark's dynamic partition overwrite mode an INSERT OVERWRITE keeps the
-    partitions the new rows do not reach). The overwrite keeps the view's history, so a
-    log on the view captures the rebuild as the rows it changed and the views over it
-    refresh fast; a replaced table starts a new history, and they rebuild once."""
+    same columns and types), the same table options and properties. The rewrite keeps
+    the view's history, so a log on the view captures the rebuild as the rows it changed
+    and the views over it refresh fast; a replaced table starts a new history, and they
+    rebuild once."""
     old = record.config
     if old is None or record.state is None:
         return False
@@ -235,11 +233,7 @@ def keeps_history(record: ViewRecord, config: ViewConfig, plan: ViewPlan) -> boo
         and dict(old.table_properties) == dict(config.table_properties)
     )
     columns = [c.name.lower() for c in record.meta.columns]
-    return (
-        same
-        and "partitioned by" not in config.table_options.lower()
-        and columns == [c.lower() for c in plan.view_columns]
-    )
+    return same and columns == [c.lower() for c in plan.view_columns]
 
 
 def schema_hash(masters: list[MasterState]) -> str:
@@ -599,7 +593,7 @@ class _Refresh:
         select = sqlgen.complete_select(plan, pins)
         in_place = record is not None and keeps_history(record, config, plan)
         if in_place:
-            statement = f"INSERT OVERWRITE TABLE {self.storage.sql} {select}"
+            statement = f"{sqltext.replace_all(self.storage)} {select}"
         else:
             statement = (
                 f"CREATE OR REPLACE TABLE {self.storage.sql} USING iceberg "

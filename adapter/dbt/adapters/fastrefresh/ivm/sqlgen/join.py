@@ -10,7 +10,7 @@ from sqlglot import exp
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import pin_tables, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, cv_skip, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 
@@ -39,12 +39,7 @@ def join_merge(
     old, match = _deletes(plan, target, changed, keys)
     ctes = [*keys.ctes, old]
     source = f"WITH {', '.join(ctes)} SELECT * FROM __fr_old UNION ALL " + " UNION ALL ".join(parts)
-    cols = plan.view_columns
-    return (
-        f"MERGE INTO {target.view.sql} t USING ({source}) s ON {match} AND s.__fr_op = 'D' "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
-    )
+    return delete_insert(plan, target, source, match)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
 from dbt.adapters.fastrefresh.ivm.joins import grouping_side
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, over, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, over, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 
@@ -183,13 +183,7 @@ def _by_either_key(
 def _merge(plan: ViewPlan, target: Target, source: str, match: list[str]) -> str:
     """Delete the view's rows a 'D' row matches on ``match``; insert the 'I' rows."""
     on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in match) or "TRUE"
-    cols = list(plan.view_columns)
-    return (
-        f"MERGE INTO {target.view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
-        f"{insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
-    )
+    return delete_insert(plan, target, source, on)
 
 
 def outer_aggregate(

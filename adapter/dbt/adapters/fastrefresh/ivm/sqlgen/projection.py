@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
 from dbt.adapters.fastrefresh.sqltext import string
 
 
@@ -16,7 +16,7 @@ def projection_keyed(
     """A keyed projection: a changed key's old image deletes its row, its new image (when
     it passes the filter) inserts the row again. ``filter``: the view's filter with the
     tables its subqueries read pinned (a semi-join's), instead of ``plan.filter``."""
-    view, types = target.view, target.types
+    types = target.types
     alias = plan.alias
     key_exprs = {
         vc: f"{alias}.{q(k)}" for k, vc in zip(plan.key_columns, plan.key_view_columns, strict=True)
@@ -41,23 +41,7 @@ def projection_keyed(
     )
     source = f"WITH {', '.join(ctes)} {changes}"
     on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in plan.key_view_columns)
-    if target.overwrite:
-        # What the MERGE below leaves, written whole: the view's rows but those a 'D' row
-        # matches, and every 'I' row (an 'I' row never matches: the MERGE's ON needs 'D').
-        plain = ", ".join(q(c) for c in cols)
-        kept = ", ".join(f"t.{q(c)}" for c in cols)
-        return (
-            f"INSERT OVERWRITE {view.sql} SELECT {plain} FROM ("
-            f"WITH {', '.join(ctes)}, __fr_s AS ({changes}) "
-            f"SELECT {kept} FROM {view.sql} t "
-            f"LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s ON {on} "
-            f"UNION ALL SELECT {plain} FROM __fr_s WHERE __fr_op = 'I')"
-        )
-    return (
-        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN {insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
-    )
+    return delete_insert(plan, target, source, on)
 
 
 def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str:
@@ -90,9 +74,4 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
         "WHERE __fr_new > 0"
     )
     on = " AND ".join(f"t.{q(n)} <=> s.{q(n)}" for n in names)
-    return (
-        f"MERGE INTO {view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
-        f"{insert_clause(plan, {c: f's.{q(c)}' for c in plan.view_columns})}"
-    )
+    return delete_insert(plan, target, source, on)

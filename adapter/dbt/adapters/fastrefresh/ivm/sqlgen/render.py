@@ -1,4 +1,4 @@
-"""Rendering a delta into the view: the target, and a MERGE or its INSERT OVERWRITE form."""
+"""Rendering a delta into the view: the target, and a MERGE or its overwrite form."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
-from dbt.adapters.fastrefresh.sqltext import TableName, ident
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, replace_all
 
 
 @dataclass(frozen=True)
@@ -18,8 +18,8 @@ class Target:
     ``types``: the Spark SQL type of each of its columns (hidden ones included);
     ``avg_types``: Spark's result type of each ``AVG(arg)`` of the query, by argument, so an
     incremental average is cast like the query's; ``overwrite``: write the delta as one
-    ``INSERT OVERWRITE`` of the whole view where the shape allows (a copy-on-write view of
-    a file or two, which a MERGE would rewrite whole anyway).
+    statement replacing the whole view (a copy-on-write view of a file or two, which a
+    MERGE would rewrite whole anyway).
     """
 
     view: TableName
@@ -85,8 +85,32 @@ def render(plan: ViewPlan, target: Target, merge: Merge) -> str:
     return statement
 
 
+def delete_insert(plan: ViewPlan, target: Target, source: str, on: str) -> str:
+    """Delete the view's rows that a ``'D'`` row of ``source`` (its ``__fr_op``) matches on
+    ``on`` (over ``t``, the view, and ``s``), and insert its ``'I'`` rows: a MERGE, or
+    under ``target.overwrite`` the rows it leaves written whole (the view's rows no
+    ``'D'`` row matches, and every ``'I'`` row: one never matches, the MERGE's match
+    needs ``'D'``)."""
+    cols = list(plan.view_columns)
+    if not target.overwrite:
+        return (
+            f"MERGE INTO {target.view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
+            "WHEN MATCHED THEN DELETE "
+            f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
+            f"{insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
+        )
+    plain = ", ".join(q(c) for c in cols)
+    kept = ", ".join(f"t.{q(c)}" for c in cols)
+    return (
+        f"{replace_all(target.view)} SELECT {plain} FROM (WITH __fr_s AS ({source}) "
+        f"SELECT {kept} FROM {target.view.sql} t "
+        f"LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s ON {on} "
+        f"UNION ALL SELECT {plain} FROM __fr_s WHERE __fr_op = 'I')"
+    )
+
+
 def _overwrite(plan: ViewPlan, view: TableName, merge: Merge) -> str:
-    """The MERGE as one ``INSERT OVERWRITE`` of the whole view: the view's rows joined with
+    """The MERGE as one statement replacing the whole view: the view's rows joined with
     the delta (a full outer join), each kept, updated, deleted or inserted as the MERGE
     would. For a view of a file or two, which a MERGE rewrites whole anyway, it saves the
     MERGE's extra pass to find the files to rewrite."""
@@ -101,7 +125,7 @@ def _overwrite(plan: ViewPlan, view: TableName, merge: Merge) -> str:
         )
     join = "FULL OUTER JOIN" if merge.insert else "LEFT JOIN"
     return (
-        f"INSERT OVERWRITE {view.sql} SELECT {', '.join(values)} FROM "
+        f"{replace_all(view)} SELECT {', '.join(values)} FROM "
         f"(SELECT *, TRUE AS __fr_in FROM {view.sql}) t {join} "
         f"(SELECT *, TRUE AS __fr_in FROM ({merge.source})) s ON {merge.on or 'TRUE'} "
         f"WHERE NOT (t.__fr_in IS NOT NULL AND s.__fr_in IS NOT NULL AND "

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dbt.adapters.fastrefresh.ivm.plan import DIALECT, UnionBranch, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import branch_select
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, over, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, over, q
 from dbt.adapters.fastrefresh.ivm.union import UNION_COLUMN
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -60,12 +60,7 @@ def union_recompute(
     assert parts, "a union's changed masters reach none of its branches"
     on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in match)
     source = f"WITH {', '.join(ctes)} {' UNION ALL '.join(parts)}"
-    return (
-        f"MERGE INTO {target.view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
-        f"{insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
-    )
+    return delete_insert(plan, target, source, on)
 
 
 Reached = tuple[str | None, tuple[str, ...]]

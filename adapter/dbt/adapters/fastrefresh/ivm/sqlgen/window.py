@@ -16,7 +16,7 @@ from sqlglot import exp
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, insert_clause, null, over, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, over, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 IMAGES, PARTS, MASTER, KEYS = "__fr_i", "__fr_parts", "__fr_m", "__fr_pp"
@@ -69,9 +69,4 @@ def window_recompute(
         f"UNION ALL SELECT {gone}, 'D' AS __fr_op FROM {PARTS}"
     )
     match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in plan.partition_view_columns)
-    return (
-        f"MERGE INTO {target.view.sql} t USING ({source_sql}) s ON {match} AND s.__fr_op = 'D' "
-        "WHEN MATCHED THEN DELETE "
-        f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
-        f"{insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
-    )
+    return delete_insert(plan, target, source_sql, match)

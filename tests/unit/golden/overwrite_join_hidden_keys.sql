@@ -1,0 +1,172 @@
+WITH __fr_ck0 AS (
+  SELECT DISTINCT
+    `k`,
+    TRUE AS __fr_hit
+  FROM `g`.`mlog__m1`
+  WHERE
+    (
+      capture__ > 4 AND capture__ <= 7
+    )
+    AND (
+      dmltype__ <> 'U'
+      OR (
+        (
+          CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 6
+        ) <> 0
+      )
+    )
+), __fr_img0_rng AS (
+  SELECT
+    `k`,
+    `g`,
+    old_new__,
+    sequence__
+  FROM `g`.`mlog__m1`
+  WHERE
+    (
+      capture__ > 4 AND capture__ <= 7
+    )
+    AND (
+      dmltype__ <> 'U'
+      OR (
+        (
+          CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 6
+        ) <> 0
+      )
+    )
+), __fr_img0_ranked AS (
+  SELECT
+    *,
+    ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+    COUNT(1) OVER (
+      PARTITION BY `k`
+      ORDER BY sequence__
+      ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+    ) AS __fr_n
+  FROM __fr_img0_rng
+), __fr_img0 AS (
+  SELECT
+    `k`,
+    `g`,
+    IF(old_new__ = 'O', -1, 1) AS __fr_sign
+  FROM __fr_img0_ranked
+  WHERE
+    (
+      __fr_pos = 1 AND old_new__ = 'O'
+    )
+    OR (
+      __fr_pos = __fr_n AND old_new__ = 'N'
+    )
+), __fr_ck1 AS (
+  SELECT DISTINCT
+    `k`,
+    TRUE AS __fr_hit
+  FROM `g`.`mlog__m3`
+  WHERE
+    (
+      capture__ > 4 AND capture__ <= 7
+    )
+    AND (
+      dmltype__ <> 'U'
+      OR (
+        (
+          CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 10
+        ) <> 0
+      )
+    )
+), __fr_old AS (
+  SELECT
+    CAST(NULL AS DOUBLE) AS `g`,
+    CAST(NULL AS DOUBLE) AS `x`,
+    v.`__fr_j0_k`,
+    v.`__fr_j1_k`,
+    'D' AS __fr_op
+  FROM `g`.`join_hidden_keys` AS v
+  LEFT JOIN __fr_ck0 AS __fr_h0
+    ON v.`__fr_j0_k` = __fr_h0.`k`
+  LEFT JOIN __fr_ck1 AS __fr_h1
+    ON v.`__fr_j1_k` = __fr_h1.`k`
+  WHERE
+    __fr_h0.__fr_hit OR __fr_h1.__fr_hit
+), __fr_s AS (
+  SELECT
+    *
+  FROM __fr_old
+  UNION ALL
+  SELECT
+    CAST(__fr_p.`g` AS DOUBLE) AS `g`,
+    CAST(__fr_p.`x` AS DOUBLE) AS `x`,
+    CAST(__fr_p.`__fr_j0_k` AS DOUBLE) AS `__fr_j0_k`,
+    CAST(__fr_p.`__fr_j1_k` AS DOUBLE) AS `__fr_j1_k`,
+    'I' AS __fr_op
+  FROM (
+    SELECT
+      a.g AS g,
+      b.x AS x,
+      a.k AS `__fr_j0_k`,
+      b.k AS `__fr_j1_k`
+    FROM (
+      SELECT
+        *
+      FROM __fr_img0
+      WHERE
+        __fr_sign = 1
+    ) AS a
+    JOIN g.m3 VERSION AS OF 23 AS b
+      ON a.k = b.k
+  ) AS __fr_p
+  UNION ALL
+  SELECT
+    CAST(__fr_p.`g` AS DOUBLE) AS `g`,
+    CAST(__fr_p.`x` AS DOUBLE) AS `x`,
+    CAST(__fr_p.`__fr_j0_k` AS DOUBLE) AS `__fr_j0_k`,
+    CAST(__fr_p.`__fr_j1_k` AS DOUBLE) AS `__fr_j1_k`,
+    'I' AS __fr_op
+  FROM (
+    SELECT
+      a.g AS g,
+      b.x AS x,
+      a.k AS `__fr_j0_k`,
+      b.k AS `__fr_j1_k`
+    FROM g.m1 VERSION AS OF 21 AS a
+    JOIN g.m3 VERSION AS OF 23 AS b
+      ON a.k = b.k
+    LEFT SEMI JOIN __fr_ck1 AS __fr_in1
+      ON b.`k` = __fr_in1.`k`
+    LEFT ANTI JOIN __fr_ck0 AS __fr_out0
+      ON a.`k` = __fr_out0.`k`
+  ) AS __fr_p
+)
+INSERT INTO `g`.`join_hidden_keys`
+REPLACE WHERE TRUE
+SELECT
+  `g`,
+  `x`,
+  `__fr_j0_k`,
+  `__fr_j1_k`
+FROM (
+  SELECT
+    t.`g`,
+    t.`x`,
+    t.`__fr_j0_k`,
+    t.`__fr_j1_k`
+  FROM `g`.`join_hidden_keys` AS t
+  LEFT ANTI JOIN (
+    SELECT
+      *
+    FROM __fr_s
+    WHERE
+      __fr_op = 'D'
+  ) AS s
+    ON t.`__fr_j0_k` IS NOT DISTINCT FROM s.`__fr_j0_k`
+    AND t.`__fr_j1_k` IS NOT DISTINCT FROM s.`__fr_j1_k`
+  UNION ALL
+  SELECT
+    `g`,
+    `x`,
+    `__fr_j0_k`,
+    `__fr_j1_k`
+  FROM __fr_s
+  WHERE
+    __fr_op = 'I'
+)

@@ -1,0 +1,177 @@
+WITH __fr_ck0 AS (
+  SELECT DISTINCT
+    `k`,
+    TRUE AS __fr_hit
+  FROM `g`.`mlog__m1`
+  WHERE
+    (
+      capture__ > 4 AND capture__ <= 7
+    )
+    AND (
+      dmltype__ <> 'U'
+      OR (
+        (
+          CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 14
+        ) <> 0
+      )
+    )
+), __fr_img0_rng AS (
+  SELECT
+    `k`,
+    `g`,
+    `x`,
+    old_new__,
+    sequence__
+  FROM `g`.`mlog__m1`
+  WHERE
+    (
+      capture__ > 4 AND capture__ <= 7
+    )
+    AND (
+      dmltype__ <> 'U'
+      OR (
+        (
+          CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 14
+        ) <> 0
+      )
+    )
+), __fr_img0_ranked AS (
+  SELECT
+    *,
+    ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+    COUNT(1) OVER (
+      PARTITION BY `k`
+      ORDER BY sequence__
+      ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+    ) AS __fr_n
+  FROM __fr_img0_rng
+), __fr_img0 AS (
+  SELECT
+    `k`,
+    `g`,
+    `x`,
+    IF(old_new__ = 'O', -1, 1) AS __fr_sign
+  FROM __fr_img0_ranked
+  WHERE
+    (
+      __fr_pos = 1 AND old_new__ = 'O'
+    )
+    OR (
+      __fr_pos = __fr_n AND old_new__ = 'N'
+    )
+), __fr_ck1 AS (
+  SELECT DISTINCT
+    `k`,
+    TRUE AS __fr_hit
+  FROM `g`.`mlog__m3`
+  WHERE
+    (
+      capture__ > 4 AND capture__ <= 7
+    )
+    AND (
+      dmltype__ <> 'U'
+      OR (
+        (
+          CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 14
+        ) <> 0
+      )
+    )
+), __fr_old AS (
+  SELECT
+    v.`k`,
+    CAST(NULL AS DOUBLE) AS `x`,
+    v.`bk`,
+    CAST(NULL AS DOUBLE) AS `bx`,
+    'D' AS __fr_op
+  FROM `g`.`join_on_group` AS v
+  LEFT JOIN __fr_ck0 AS __fr_h0
+    ON v.`k` = __fr_h0.`k`
+  LEFT JOIN __fr_ck1 AS __fr_h1
+    ON v.`bk` = __fr_h1.`k`
+  WHERE
+    __fr_h0.__fr_hit OR __fr_h1.__fr_hit
+), __fr_s AS (
+  SELECT
+    *
+  FROM __fr_old
+  UNION ALL
+  SELECT
+    CAST(__fr_p.`k` AS DOUBLE) AS `k`,
+    CAST(__fr_p.`x` AS DOUBLE) AS `x`,
+    CAST(__fr_p.`bk` AS DOUBLE) AS `bk`,
+    CAST(__fr_p.`bx` AS DOUBLE) AS `bx`,
+    'I' AS __fr_op
+  FROM (
+    SELECT
+      a.k AS k,
+      a.x AS x,
+      b.k AS bk,
+      b.x AS bx
+    FROM (
+      SELECT
+        *
+      FROM __fr_img0
+      WHERE
+        __fr_sign = 1
+    ) AS a
+    JOIN g.m3 VERSION AS OF 23 AS b
+      ON a.g = b.g
+    WHERE
+      a.x > 0 OR b.x IS NULL
+  ) AS __fr_p
+  UNION ALL
+  SELECT
+    CAST(__fr_p.`k` AS DOUBLE) AS `k`,
+    CAST(__fr_p.`x` AS DOUBLE) AS `x`,
+    CAST(__fr_p.`bk` AS DOUBLE) AS `bk`,
+    CAST(__fr_p.`bx` AS DOUBLE) AS `bx`,
+    'I' AS __fr_op
+  FROM (
+    SELECT
+      a.k AS k,
+      a.x AS x,
+      b.k AS bk,
+      b.x AS bx
+    FROM g.m1 VERSION AS OF 21 AS a
+    JOIN g.m3 VERSION AS OF 23 AS b
+      ON a.g = b.g
+    LEFT SEMI JOIN __fr_ck1 AS __fr_in1
+      ON b.`k` = __fr_in1.`k`
+    LEFT ANTI JOIN __fr_ck0 AS __fr_out0
+      ON a.`k` = __fr_out0.`k`
+    WHERE
+      a.x > 0 OR b.x IS NULL
+  ) AS __fr_p
+)
+INSERT INTO `g`.`join_on_group`
+REPLACE WHERE TRUE
+SELECT
+  `k`,
+  `x`,
+  `bk`,
+  `bx`
+FROM (
+  SELECT
+    t.`k`,
+    t.`x`,
+    t.`bk`,
+    t.`bx`
+  FROM `g`.`join_on_group` AS t
+  LEFT ANTI JOIN (
+    SELECT
+      *
+    FROM __fr_s
+    WHERE
+      __fr_op = 'D'
+  ) AS s
+    ON t.`k` IS NOT DISTINCT FROM s.`k` AND t.`bk` IS NOT DISTINCT FROM s.`bk`
+  UNION ALL
+  SELECT
+    `k`,
+    `x`,
+    `bk`,
+    `bx`
+  FROM __fr_s
+  WHERE
+    __fr_op = 'I'
+)
