@@ -13,7 +13,6 @@ with the reason the crash calls for, and the refresh after it must be FAST and e
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,11 +20,13 @@ from typing import Any
 
 import pytest
 
+from tests.jvm import short_lived_env
+
 WORKER = Path(__file__).with_name("crash_worker.py")
 
 
 def run(state: Path, path: str, phase: str, fault: str | None = None) -> tuple[int, dict[str, Any]]:
-    env = dict(os.environ)
+    env = short_lived_env()
     env.pop("DBT_FASTREFRESH_FAULT", None)
     if fault:
         env["DBT_FASTREFRESH_FAULT"] = fault

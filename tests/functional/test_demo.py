@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.jvm import short_lived_env
 
 VIEWS = ("customer_revenue", "open_orders", "status_summary")
 LOG = "shop.mlog__orders"
@@ -49,7 +50,12 @@ def column(rows: list[dict[str, str]], key: str, *values: str) -> dict[str, tupl
 def demo() -> subprocess.CompletedProcess[str]:
     script = REPO_ROOT / "examples" / "quickstart" / "demo.py"
     return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=900, cwd=REPO_ROOT
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPO_ROOT,
+        env=short_lived_env(),
     )
 
 

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
+from tests.jvm import short_lived_env
 from tests.postgres import PostgresServer
 
 pytestmark = pytest.mark.shared
@@ -71,7 +72,7 @@ def spawn(role: str, project: Path, *args: str) -> subprocess.Popen[str]:
     log = (project / f"{role}-{time.time_ns()}.log").open("w")
     return subprocess.Popen(
         [sys.executable, "-m", "tests.shared.worker", role, str(project), *args],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True,
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=log, text=True, env=short_lived_env(),
     )  # fmt: skip
 
 
