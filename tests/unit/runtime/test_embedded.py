@@ -11,3 +11,27 @@ def test_log4j_config_is_the_packaged_file() -> None:
         LOG4J_CONFIG.parent.name == "fastrefresh" and LOG4J_CONFIG.parent.parent.name == "include"
     )
     assert "rootLogger" in LOG4J_CONFIG.read_text()
+
+
+def test_the_users_driver_options_go_after_the_embedded_defaults() -> None:
+    """A flag the user adds keeps the embedded Derby and log4j options; any other setting
+    of the user's replaces the default's."""
+    from pathlib import Path
+
+    from dbt.adapters.fastrefresh.runtime.embedded import session_parameters
+
+    state = Path("/tmp/fr-state")
+    default = session_parameters(state)["spark.driver.extraJavaOptions"]
+    assert f"-Dderby.system.home={state}" in default
+    user = {
+        "spark.driver.extraJavaOptions": "-XX:+HeapDumpOnOutOfMemoryError -Dderby.system.home=/x",
+        "spark.sql.shuffle.partitions": "64",
+    }
+    merged = session_parameters(state, user)
+    assert (
+        merged["spark.driver.extraJavaOptions"]
+        == f"{default} {user['spark.driver.extraJavaOptions']}"
+    )
+    assert merged["spark.sql.shuffle.partitions"] == "64"
+    emptied = session_parameters(state, {"spark.driver.extraJavaOptions": ""})
+    assert emptied["spark.driver.extraJavaOptions"] == default

@@ -92,10 +92,22 @@ def embedded_defaults(state_dir: Path) -> dict[str, str]:
     }
 
 
+# Settings whose user value goes after the default's instead of replacing it: the driver
+# JVM's options carry the embedded Derby's home and log and the log4j configuration, and
+# a user adding one flag (a heap dump, a GC log) must not lose them. A later ``-D`` of the
+# same property wins, so any default can still be overridden.
+APPENDED = ("spark.driver.extraJavaOptions",)
+
+
 def merge_parameters(defaults: Mapping[str, str], user: Mapping[str, str]) -> dict[str, str]:
-    """Embedded defaults overlaid with the user's ``server_side_parameters`` (user wins)."""
+    """Embedded defaults overlaid with the user's ``server_side_parameters``: the user's
+    value wins, except the ``APPENDED`` settings', which go after the default's."""
     merged = dict(defaults)
-    merged.update({str(k): str(v) for k, v in user.items()})
+    for key, value in user.items():
+        key, value = str(key), str(value)
+        if key in APPENDED:
+            value = " ".join(filter(None, (merged.get(key), value)))
+        merged[key] = value
     return merged
 
 
