@@ -5,11 +5,12 @@
 2. **Decide**: fast, or complete with a reason (``refresh_method: force``), or fail naming
    cause and fix (``refresh_method: fast``) — ``decide``.
 3. **Setup** per log (capture, choose the time, mark) — ``mlog.consumers.setup``.
-4. **Apply**: one MERGE of the delta (fast), or a rebuild on the pinned master snapshots
-   (complete): every row of the table replaced (``sqltext.replace_all``) when the view's
-   definition is unchanged (its history kept for the logs on it), else ``CREATE OR REPLACE TABLE ... AS``. The
-   view's new state (its place on each log, the master snapshots it reflects) goes with
-   that commit. With no change pending nothing is written at all.
+4. **Apply**: one MERGE of the delta (fast; a small view is replaced whole), or a rebuild
+   on the pinned master snapshots (complete): every row of the table replaced
+   (``sqltext.replace_all``) when the view's definition is unchanged (its history kept
+   for the logs on it), else ``CREATE OR REPLACE TABLE ... AS``. The view's new state (its
+   place on each log, the master snapshots it reflects) goes with that commit. With no
+   change pending nothing is written at all.
 5. **Wrap-up**: a complete refresh registers the view on logs it is new to; the logs'
    consumed rows are purged (``mlog.consumers.purge_after_refresh``); the run is journaled
    for the registry (``registry.publish``).

@@ -7,7 +7,8 @@ refresh range and +1 for a row as it is after. On a keyed log, the net change pe
 the first old image and the last new image by ``sequence__``; on a key-less log every
 row counts; when the log lacks a column the view reads, the images are read from the
 master by time travel for the changed keys (old: the snapshot the view reflected, new:
-the pinned one). Every delta is applied with one MERGE, so it is atomic.
+the pinned one). Every delta is applied with one statement, so it is atomic: a
+MERGE, or for a small view the view's rows replaced whole (``render``).
 
 One module per concern: ``images`` (where changed rows come from), ``complete`` (the
 complete refresh's SELECT), ``projection``, ``aggregate``, ``join``, ``outer``, ``semi``,
