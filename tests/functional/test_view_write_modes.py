@@ -89,31 +89,45 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
 
 def test_a_refresh_that_empties_a_view_empties_it_under_dynamic_overwrite(spark: Any) -> None:
     """dbt-spark's ``insert_overwrite`` strategy sets Spark's dynamic partition overwrite
-    mode for the whole session, and under it an ``INSERT OVERWRITE`` of no rows replaces
-    nothing. The small view's one-statement delta and the complete refresh in place must
-    still empty the view when its query returns no rows."""
+    mode for the whole session, and under it an ``INSERT OVERWRITE`` replaces only the
+    partitions its rows reach: with no rows, nothing. The small view's one-statement delta
+    and the complete refresh in place must still empty the view, or a partition of it,
+    when its query returns no rows there."""
     schema = f"{SCHEMA}_dyn"
     env = keyed_master_with_log(spark, schema, rows=50, groups=5)
     views = {
-        "rows_v": f"SELECT k, g, x FROM {schema}.m WHERE x > 0",
-        "agg_v": f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g",
+        "rows_v": (f"SELECT k, g, x FROM {schema}.m WHERE x > 0", None),
+        "agg_v": (f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g", None),
+        # Two partitions, a file each: small enough for the one-statement delta.
+        "part_v": (
+            f"SELECT k, x, g % 2 AS p FROM {schema}.m",
+            refresh.TableSpec(options="PARTITIONED BY (p)"),
+        ),
     }
-    for name, sql in views.items():
-        refresh_and_check(spark, env, TableName(schema, name), sql, exists=False, expect="COMPLETE")
+
+    def refresh_all(expect: str, *, exists: bool = True) -> None:
+        for name, (sql, table) in views.items():
+            view = TableName(schema, name)
+            refresh_and_check(spark, env, view, sql, exists=exists, expect=expect, table=table)
+
+    refresh_all("COMPLETE", exists=False)
+    for name in views:  # each takes its delta as the statement replacing it whole
+        assert refresh.overwrites(refresh.load_view(env, TableName(schema, name))), name
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     try:
+        spark.sql(f"DELETE FROM {schema}.m WHERE g % 2 = 1")  # part_v's partition p = 1
+        refresh_all("FAST")
         spark.sql(f"DELETE FROM {schema}.m WHERE k >= 0")
-        for name, sql in views.items():
-            refresh_and_check(spark, env, TableName(schema, name), sql, exists=True, expect="FAST")
+        refresh_all("FAST")
         spark.sql(f"INSERT INTO {schema}.m VALUES (1, 1, 1)")
-        for name, sql in views.items():
-            refresh_and_check(spark, env, TableName(schema, name), sql, exists=True, expect="FAST")
-            spark.sql(f"DELETE FROM {schema}.m WHERE k = 1")
+        refresh_all("FAST")
+        spark.sql(f"DELETE FROM {schema}.m WHERE k = 1")
+        for name, (sql, table) in views.items():
             result = refresh.refresh_view(
-                env, view=TableName(schema, name), sql=sql, method="complete", exists=True
-            )
+                env, view=TableName(schema, name), sql=sql, method="complete", exists=True,
+                table=table,
+            )  # fmt: skip
             assert result.refresh_type == "COMPLETE", result.reason
             assert spark.sql(f"SELECT count(*) FROM {schema}.{name}").collect()[0][0] == 0, name
-            spark.sql(f"INSERT INTO {schema}.m VALUES (1, 1, 1)")
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
