@@ -3,10 +3,10 @@
 Such a JVM lives a minute or two (the demo, a crash test's phases, a shared-catalog
 worker): most of its CPU goes to compiling, and the JIT's optimizing tier (C2) recompiles
 code that would not run long enough to pay that back. Stopped at the first tier (C1),
-with room in the code cache for what C1 keeps, the demo took 47-51 s instead of 74 s
-and a crash case 43-49 s instead of 70 s on 2 busy cores. The pytest workers' own JVMs
-keep the default: they live the whole suite, and C1 alone made their long tests slower
-(the DAG test 182 -> 192-220 s). Only the tests set this; a user's JVM is never touched.
+with room in the code cache for what C1 keeps, the demo test took 54-56 s instead of
+72-74 s and the real kill 52-58 s instead of 70-78 s in the default suite on 2 cores.
+The pytest workers' own JVMs keep the default: they live the whole suite, and C1 alone
+made their long tests slower (the DAG test 182 -> 192-220 s). Only the tests set this; a user's JVM is never touched.
 """
 
 from __future__ import annotations
