@@ -6,7 +6,8 @@ code that would not run long enough to pay that back. Stopped at the first tier 
 with room in the code cache for what C1 keeps, the demo test took 54-56 s instead of
 72-74 s and the real kill 52-58 s instead of 70-78 s in the default suite on 2 cores.
 The pytest workers' own JVMs keep the default: they live the whole suite, and C1 alone
-made their long tests slower (the DAG test 182 -> 192-220 s). Only the tests set this; a user's JVM is never touched.
+made their long tests slower (the DAG test 182 -> 192-220 s). Only the tests set this;
+a user's JVM is never touched.
 """
 
 from __future__ import annotations
