@@ -270,3 +270,40 @@ def test_log_replay_reproduces_the_master_long(
     spark: Any, mode: str, keyed: bool, version: int, path: str
 ) -> None:
     run_property(spark, mode, keyed, version, examples=60, path=path)
+
+
+@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path: str) -> None:
+    """Three merge-on-read commits in one capture delete rows of one data file (an UPDATE,
+    a DELETE, and an UPDATE of a row the first one wrote): each deleted row is logged
+    once, for the commit that deleted it, though the later delete files repeat the
+    earlier positions (file-scoped deletes) and the Java path reads the file once."""
+    schema = f"prop_{next(_counter)}_one_file_{path}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    env = env_for(spark, f"{schema}_registry", path)
+    table = f"{schema}.m"
+    mor = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("update", "delete", "merge"))
+    spark.sql(
+        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT, s STRING) USING iceberg TBLPROPERTIES ({mor})"
+    )
+    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (4, 40, 'd')")
+    mlog.create_mview_log(env, table)
+    spark.sql(f"UPDATE {table} SET v = 11 WHERE k IN (1, 4)")
+    spark.sql(f"DELETE FROM {table} WHERE k = 2")
+    spark.sql(f"UPDATE {table} SET v = 12 WHERE k = 1")
+    spark.sql(f"DELETE FROM {table} WHERE k = 3")
+    capture.capture(env, TableName.parse(table))
+    logged = [
+        tuple(r)
+        for r in spark.sql(
+            f"SELECT k, v, dmltype__, old_new__ FROM {schema}.mlog__m ORDER BY sequence__"
+        ).collect()
+    ]
+    assert logged == [
+        (1, 10, "U", "O"), (1, 11, "U", "N"), (4, 40, "U", "O"), (4, 11, "U", "N"),
+        (2, 20, "D", "O"),
+        (1, 11, "U", "O"), (1, 12, "U", "N"),
+        (3, 30, "D", "O"),
+    ]  # fmt: skip

@@ -58,3 +58,22 @@ def test_a_capture_of_appends_only_nets_nothing() -> None:
     sql = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
     assert "GROUP BY" not in sql.split("o AS", 1)[0], "inserts need no netting, nor pairing"
     assert "SELECT 0 AS ord__, `k`, `v`, 1 AS n__ FROM (SELECT k, v FROM a)" in sql
+
+
+def test_rows_one_read_serves_for_several_commits_count_for_the_commit_they_name() -> None:
+    columns = [Column("k", "bigint"), Column("v", "int")]
+    # Commits 7 and 8 both deleted positions of one data file, read once: each row
+    # carries the ordinal of the commit that deleted it, and counts for that one only.
+    reads = CaptureReads(
+        ((0, SnapshotInfo(7, 6, "overwrite", None)), (1, SnapshotInfo(8, 7, "delete", None))),
+        (
+            RowSource("SELECT k, v, ord__ FROM d", {0: -1, 1: -1}, by_row=True),
+            RowSource("SELECT k, v FROM a", {0: 1}),
+        ),
+    )
+    sql = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
+    assert (
+        "SELECT `k`, `v`, IF(r__.ord__ = 0, -1, 0) AS s0__, IF(r__.ord__ = 1, -1, 0) AS s1__ "
+        "FROM (SELECT k, v, ord__ FROM d) r__"
+    ) in sql
+    assert "SELECT `k`, `v`, 1 AS s0__, 0 AS s1__ FROM (SELECT k, v FROM a) r__" in sql

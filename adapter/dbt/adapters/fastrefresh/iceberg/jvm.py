@@ -369,7 +369,7 @@ class _Staging:
         one staged scan: a file one commit added and the next rewrote is read once."""
         commits: list[tuple[int, SnapshotInfo]] = []
         by_read: dict[int, dict[str, tuple[Any, dict[int, int]]]] = {}
-        sources: list[RowSource] = []
+        deleting: list[tuple[int, SnapshotInfo, list[Any]]] = []
         for info in snapshots:
             if info.operation == "replace":
                 continue
@@ -391,7 +391,8 @@ class _Staging:
             for f in added:
                 read.setdefault(str(f.location()), (f, {}))[1][ordinal] = 1
             if deletes:
-                sources.append(RowSource(self._deleted_rows(info, deletes), {ordinal: -1}))
+                deleting.append((ordinal, info, deletes))
+        sources = self._deleted_rows(deleting) if deleting else []
         for snapshot_id, files in sorted(by_read.items()):
             groups: dict[tuple[tuple[int, int], ...], list[Any]] = {}
             for f, signs in files.values():
@@ -412,53 +413,107 @@ class _Staging:
         prefix = f"{alias}." if alias else ""
         return f"SELECT {', '.join(prefix + ident(n) for n in self.names)} FROM {view} {alias}"
 
-    def _deleted_rows(self, info: SnapshotInfo, deletes: list[Any]) -> str:
-        """Rows of the data files the commit's delete files point into, live at the parent
-        but not at the commit (position deletes and deletion vectors alike)."""
-        targets: set[str] = set()
-        for d in deletes:
-            if str(d.content().toString()) == "EQUALITY_DELETES":
-                raise equality_delete_error(self.master, info.snapshot_id)
-            targets |= self._referenced(d, info.snapshot_id)
+    def _deleted_rows(
+        self, deleting: Sequence[tuple[int, SnapshotInfo, list[Any]]]
+    ) -> list[RowSource]:
+        """Rows the commits' delete files removed: rows of the data files they point into,
+        live before the commit, at the positions they name (position deletes and deletion
+        vectors alike)."""
+        targets: dict[int, set[str]] = {}
+        for ordinal, info, deletes in deleting:
+            targets[ordinal] = set()
+            for d in deletes:
+                if str(d.content().toString()) == "EQUALITY_DELETES":
+                    raise equality_delete_error(self.master, info.snapshot_id)
+                targets[ordinal] |= self._referenced(d, info.snapshot_id)
         if self.t.h.format_version(self.table) >= 3:
-            # Staged scans of a v3 table do not expose _file/_pos (its row-lineage columns
-            # take their place): read the files by time travel, filtered by name.
-            if info.parent_id is None:
-                raise self._no_parent()
-            m, names = self.master.sql, ", ".join(ident(n) for n in self.names)
-            where = "_file IN (" + ", ".join(literal(p) for p in sorted(targets)) + ")"
-            before = f"(SELECT {names}, _file, _pos FROM {m} VERSION AS OF {info.parent_id} WHERE {where})"
-            after = f"(SELECT _file, _pos FROM {m} VERSION AS OF {info.snapshot_id} WHERE {where})"
-            return (
-                f"{self._select(before, 'b__')} LEFT ANTI JOIN {after} c__ "
-                "ON b__._file = c__._file AND b__._pos = c__._pos"
+            return [
+                RowSource(self._v3_deleted_rows(info, targets[ordinal]), {ordinal: -1})
+                for ordinal, info, _ in deleting
+            ]
+        # v2: the rows live before the commit whose positions its delete files name. A
+        # delete file may repeat positions deleted earlier (file-scoped deletes carry them
+        # over), but those rows are not live before it. The positions are few, so the join
+        # is a broadcast: one pass over the live rows, no shuffle, where an anti join with
+        # the files' live positions after the commit shuffled both sides.
+        cols = ", ".join("b__." + ident(n) for n in self.names)
+        if len(deleting) == 1:
+            ordinal, info, deletes = deleting[0]
+            before = self._stage(info.parent_id, (), paths=targets[ordinal], positions=True)
+            positions = self._delete_positions([(ordinal, deletes)], by_commit=False)
+            return [
+                RowSource(
+                    f"SELECT /*+ BROADCAST(c__) */ {cols} FROM {before} b__ LEFT SEMI JOIN "
+                    f"{positions} c__ ON b__._file = c__.file_path AND b__._pos = c__.pos",
+                    {ordinal: -1},
+                )
+            ]
+        # Several commits deleting from one data file (an UPDATE, then a DELETE): the file
+        # is read once, before the first of them, and each position goes to the first
+        # commit that names it. A row live there and named by a later commit only was
+        # deleted by that commit: an earlier one deleting it would name it too.
+        first: dict[str, int | None] = {}
+        for ordinal, info, _ in deleting:
+            for path in sorted(targets[ordinal]):
+                first.setdefault(path, info.parent_id)
+        by_snapshot: dict[int | None, set[str]] = {}
+        for path, snapshot_id in first.items():
+            by_snapshot.setdefault(snapshot_id, set()).add(path)
+        positions = self._delete_positions([(o, d) for o, _, d in deleting], by_commit=True)
+        signs = {ordinal: -1 for ordinal, _, _ in deleting}
+        return [
+            RowSource(
+                f"SELECT /*+ BROADCAST(c__) */ {cols}, c__.ord__ FROM "
+                f"{self._stage(snapshot_id, (), paths=paths, positions=True)} b__ JOIN "
+                f"{positions} c__ ON b__._file = c__.file_path AND b__._pos = c__.pos",
+                signs,
+                by_row=True,
             )
-        # v2: the rows live at the parent whose positions the commit's delete files name.
-        # A delete file may repeat positions deleted earlier (file-scoped deletes carry
-        # them over), but those rows are not live at the parent. The positions are few,
-        # so the join is a broadcast: one pass over the live rows, no shuffle, where an
-        # anti join with the files' live positions after the commit shuffled both sides.
-        before = self._stage(info.parent_id, (), paths=targets, positions=True)
-        positions = self._delete_positions(deletes)
+            for snapshot_id, paths in sorted(by_snapshot.items(), key=lambda kv: kv[0] or 0)
+        ]
+
+    def _v3_deleted_rows(self, info: SnapshotInfo, targets: set[str]) -> str:
+        """Staged scans of a v3 table do not expose _file/_pos (its row-lineage columns
+        take their place): the files are read by time travel, filtered by name, before
+        and after the commit."""
+        if info.parent_id is None:
+            raise self._no_parent()
+        m, names = self.master.sql, ", ".join(ident(n) for n in self.names)
+        where = "_file IN (" + ", ".join(literal(p) for p in sorted(targets)) + ")"
+        before = (
+            f"(SELECT {names}, _file, _pos FROM {m} VERSION AS OF {info.parent_id} WHERE {where})"
+        )
+        after = f"(SELECT _file, _pos FROM {m} VERSION AS OF {info.snapshot_id} WHERE {where})"
         return (
-            f"SELECT /*+ BROADCAST(c__) */ {', '.join('b__.' + ident(n) for n in self.names)} "
-            f"FROM {before} b__ LEFT SEMI JOIN {positions} c__ "
-            "ON b__._file = c__.file_path AND b__._pos = c__.pos"
+            f"{self._select(before, 'b__')} LEFT ANTI JOIN {after} c__ "
+            "ON b__._file = c__._file AND b__._pos = c__._pos"
         )
 
-    def _delete_positions(self, deletes: Sequence[Any]) -> str:
+    def _delete_positions(
+        self, deleting: Sequence[tuple[int, Sequence[Any]]], *, by_commit: bool
+    ) -> str:
         """A temporary view of the (file_path, pos) pairs of position delete files, read
-        as the plain files they are (Iceberg writes them in the table's delete format)."""
-        by_format: dict[str, list[str]] = {}
-        for d in deletes:
-            by_format.setdefault(str(d.format().toString()).lower(), []).append(str(d.location()))
+        as the plain files they are (Iceberg writes them in the table's delete format).
+        ``by_commit``: with ``ord__``, the first of the commits (by ordinal) that names
+        each position."""
         frame = None
-        for file_format, paths in sorted(by_format.items()):
-            # The schema given: no footer is read to infer it (one per file, at planning).
-            part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(paths)
-            frame = part if frame is None else frame.unionByName(part)
-        view = f"__fr_cap_{self.tag}_{len(self.views)}"
+        for ordinal, deletes in deleting:
+            by_format: dict[str, list[str]] = {}
+            for d in deletes:
+                by_format.setdefault(str(d.format().toString()).lower(), []).append(
+                    str(d.location())
+                )
+            for file_format, paths in sorted(by_format.items()):
+                # The schema given: no footer is read to infer it (one per file, at planning).
+                part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(paths)
+                if by_commit:
+                    part = part.selectExpr("file_path", "pos", f"{ordinal} AS ord__")
+                frame = part if frame is None else frame.unionByName(part)
         assert frame is not None
+        if by_commit:
+            frame = frame.groupBy("file_path", "pos").agg({"ord__": "min"})
+            frame = frame.withColumnRenamed("min(ord__)", "ord__")
+        view = f"__fr_cap_{self.tag}_{len(self.views)}"
         frame.createOrReplaceTempView(view)
         self.views.append(view)
         return view

@@ -172,10 +172,15 @@ class RowSource:
     """A SELECT of master rows (the master's columns, in table order), and what each of its
     rows is to each commit of a capture: ``signs[ordinal]`` is -1 (the commit removed the
     row) or +1 (it added it). A data file one commit added and the next rewrote is read
-    once, for both."""
+    once, for both.
+
+    ``by_row``: the SELECT has one more column, ``ord__``, and each row is ``signs[ord__]``
+    to that one commit only (rows that several commits' position deletes removed, read
+    once for all of them)."""
 
     sql: str
     signs: Mapping[int, int]
+    by_row: bool = False
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,10 @@ def _net(columns: Sequence[mt.Column], reads: CaptureReads) -> list[str]:
     # dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
 
     def signs(source: RowSource) -> str:
+        if source.by_row:
+            return ", ".join(
+                f"IF(r__.ord__ = {o}, {source.signs.get(o, 0)}, 0) AS s{o}__" for o in ordinals
+            )
         return ", ".join(f"{source.signs.get(o, 0)} AS s{o}__" for o in ordinals)
 
     counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
