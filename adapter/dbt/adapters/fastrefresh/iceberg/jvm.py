@@ -440,7 +440,7 @@ class _Staging:
         if len(deleting) == 1:
             ordinal, info, deletes = deleting[0]
             before = self._stage(info.parent_id, (), paths=targets[ordinal], positions=True)
-            positions = self._delete_positions([(ordinal, deletes)], by_commit=False)
+            positions = self._delete_positions([(ordinal, deletes)])
             return [
                 RowSource(
                     f"SELECT /*+ BROADCAST(c__) */ {cols} FROM {before} b__ LEFT SEMI JOIN "
@@ -459,7 +459,7 @@ class _Staging:
         by_snapshot: dict[int | None, set[str]] = {}
         for path, snapshot_id in first.items():
             by_snapshot.setdefault(snapshot_id, set()).add(path)
-        positions = self._delete_positions([(o, d) for o, _, d in deleting], by_commit=True)
+        positions = self._delete_positions([(o, d) for o, _, d in deleting])
         signs = {ordinal: -1 for ordinal, _, _ in deleting}
         return [
             RowSource(
@@ -489,13 +489,12 @@ class _Staging:
             "ON b__._file = c__._file AND b__._pos = c__._pos"
         )
 
-    def _delete_positions(
-        self, deleting: Sequence[tuple[int, Sequence[Any]]], *, by_commit: bool
-    ) -> str:
+    def _delete_positions(self, deleting: Sequence[tuple[int, Sequence[Any]]]) -> str:
         """A temporary view of the (file_path, pos) pairs of position delete files, read
         as the plain files they are (Iceberg writes them in the table's delete format).
-        ``by_commit``: with ``ord__``, the first of the commits (by ordinal) that names
+        For several commits, with ``ord__``: the first of them (by ordinal) that names
         each position."""
+        by_commit = len(deleting) > 1
         frame = None
         for ordinal, deletes in deleting:
             by_format: dict[str, list[str]] = {}
