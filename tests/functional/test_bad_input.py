@@ -108,6 +108,52 @@ def test_a_dropped_master_fails_the_refresh_naming_it_and_keeps_the_view(spark: 
     assert sorted(spark.sql(f"SELECT * FROM {view.sql}").collect()) == stored
 
 
+MODES = {
+    "cow": "",
+    "mor": ", 'write.update.mode'='merge-on-read', 'write.delete.mode'='merge-on-read'",
+}
+
+
+@pytest.mark.parametrize(("mode", "path"), [("cow", "java"), ("mor", "java"), ("mor", "sql")])
+def test_a_key_two_rows_share_fails_capture_once_a_change_touches_it(
+    spark: Any, mode: str, path: str
+) -> None:
+    s = f"bad_duplicate_key_{mode}_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(
+        f"CREATE TABLE {s}.m (k BIGINT, x INT) USING iceberg "
+        f"TBLPROPERTIES ('format-version'='2'{MODES[mode]})"
+    )
+    env = env_for(spark, f"{s}_registry", path)
+    mlog.create_mview_log(env, f"{s}.m", key=["k"])
+    master = TableName(s, "m")
+    log_table = mlog.load_log(env, master).log_table  # type: ignore[union-attr]
+    # Two data files, both holding a row with key 2.
+    for rows in ("(1, 1), (2, 1), (3, 1)", "(2, 5), (4, 1)"):
+        spark.sql(f"INSERT INTO {s}.m SELECT /*+ REPARTITION(1) */ * FROM VALUES {rows}")
+    assert spark.table(f"{s}.m.files").count() == 2
+    spark.sql(f"UPDATE {s}.m SET x = 9 WHERE k IN (1, 3, 4)")
+    # Copy-on-write rewrote both files, carrying both rows of key 2 over unchanged: no
+    # change touched key 2, so the capture logs the three updates and no error.
+    capture.capture(env, master)
+    updated = spark.sql(
+        f"SELECT k, x FROM {log_table.sql} WHERE dmltype__ = 'U' AND old_new__ = 'N' ORDER BY k"
+    ).collect()
+    assert [tuple(r) for r in updated] == [(1, 9), (3, 9), (4, 9)]
+    logged = spark.table(log_table.sql).count()
+    spark.sql(f"UPDATE {s}.m SET x = 7 WHERE k = 2")
+    with pytest.raises(
+        Exception,
+        match=rf"master {s}\.m has more than one row with key \(2\) in snapshot \d+; a keyed "
+        r"log needs a unique key\. Fix: make the key unique",
+    ):
+        capture.capture(env, master)
+    # Nothing was logged, and the position did not move: the next capture fails the same way.
+    assert spark.table(log_table.sql).count() == logged
+    with pytest.raises(Exception, match=r"more than one row with key \(2\)"):
+        capture.capture(env, master)
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_a_log_on_a_view_is_refused_and_nothing_is_created(spark: Any, path: str) -> None:
     s = f"bad_log_on_view_{path}"

@@ -275,10 +275,12 @@ def test_log_replay_reproduces_the_master_long(
 @pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("path", ["java", "sql"])
 def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path: str) -> None:
-    """Three merge-on-read commits in one capture delete rows of one data file (an UPDATE,
-    a DELETE, and an UPDATE of a row the first one wrote): each deleted row is logged
-    once, for the commit that deleted it, though the later delete files repeat the
-    earlier positions (file-scoped deletes) and the Java path reads the file once."""
+    """Merge-on-read commits in one capture delete rows of one data file (an UPDATE, a
+    DELETE, an UPDATE that changes nothing, an UPDATE of a row the first one wrote): each
+    deleted row is logged once, for the commit that deleted it, though the later delete
+    files repeat the earlier positions (file-scoped deletes) and the Java path reads the
+    file once. The update that changed nothing deleted and wrote the same row: it logs
+    nothing."""
     schema = f"prop_{next(_counter)}_one_file_{path}"
     spark.sql(f"CREATE SCHEMA {schema}")
     env = env_for(spark, f"{schema}_registry", path)
@@ -292,6 +294,7 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
     mlog.create_mview_log(env, table)
     spark.sql(f"UPDATE {table} SET v = 11 WHERE k IN (1, 4)")
     spark.sql(f"DELETE FROM {table} WHERE k = 2")
+    spark.sql(f"UPDATE {table} SET v = v WHERE k = 4")
     spark.sql(f"UPDATE {table} SET v = 12 WHERE k = 1")
     spark.sql(f"DELETE FROM {table} WHERE k = 3")
     capture.capture(env, TableName.parse(table))

@@ -361,6 +361,13 @@ def test_the_capture_statement_of_each_log_kind(kind: str, flavour: Flavour) -> 
     check(f"capture_{kind}_{flavour.value}", capture_statement(config, KV, reads, 41))
 
 
+def test_a_capture_without_rewrites_pairs_by_key_at_once() -> None:
+    # The merge-on-read delete and the append of CHANGES: no whole file removed.
+    config = LOG_KINDS["keyed"](Flavour.COMMIT_SCN)
+    reads = reads_of(config.master, KV, CHANGES[1:])
+    check("capture_keyed_merge_on_read", capture_statement(config, KV, reads, 41))
+
+
 @pytest.mark.parametrize("flavour", list(Flavour), ids=lambda f: f.value)
 def test_a_capture_inside_a_refresh_is_stamped_and_appends_need_no_netting(
     flavour: Flavour,

@@ -171,7 +171,10 @@ WITH commits__ AS (
   JOIN commits__ AS d__
     ON k.ord__ = d__.ord__
   WHERE
-    IF(
+    NOT (
+      nold__ = 1 AND nnew__ = 1 AND o__ IS NOT DISTINCT FROM w__
+    )
+    AND IF(
       GREATEST(nold__, nnew__) > 1,
       CAST(RAISE_ERROR(
         CONCAT(

@@ -26,11 +26,12 @@ def test_capture_statement_numbers_stamps_and_pairs() -> None:
     reads = CaptureReads(
         ((0, SnapshotInfo(7, 6, "overwrite", None)), (1, SnapshotInfo(8, 7, "overwrite", None))),
         (
-            RowSource("SELECT k, v FROM r", {0: -1}),
-            RowSource("SELECT k, v FROM a", {0: 1, 1: -1}),
-            RowSource("SELECT k, v FROM b", {1: 1}),
+            RowSource("SELECT k, v FROM r", {0: -1}, whole_files=True),
+            RowSource("SELECT k, v FROM a", {0: 1, 1: -1}, whole_files=True),
+            RowSource("SELECT k, v FROM b", {1: 1}, whole_files=True),
         ),
     )
+    assert reads.carries_over
     keyed = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 41, T0)
     assert keyed.endswith(
         "INSERT INTO `s`.`mlog__t`\nSELECT o.`k`, o.`v`, run__.stamp__ AS snaptime__, "
@@ -77,3 +78,29 @@ def test_rows_one_read_serves_for_several_commits_count_for_the_commit_they_name
         "FROM (SELECT k, v, ord__ FROM d) r__"
     ) in sql
     assert "SELECT `k`, `v`, 1 AS s0__, 0 AS s1__ FROM (SELECT k, v FROM a) r__" in sql
+
+
+def test_without_copy_on_write_rewrites_rows_pair_by_key_at_once() -> None:
+    columns = [Column("k", "bigint"), Column("v", "int")]
+    # Merge-on-read: commit 7 deleted rows of d by position and added a; no whole data
+    # file was removed, so nothing is carried over and the multiset difference is skipped.
+    reads = CaptureReads(
+        ((0, SnapshotInfo(7, 6, "overwrite", None)),),
+        (
+            RowSource("SELECT k, v FROM d", {0: -1}),
+            RowSource("SELECT k, v FROM a", {0: 1}, whole_files=True),
+        ),
+    )
+    assert not reads.carries_over, "a whole file added is no rewrite"
+    keyed = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
+    assert "GROUP BY `k`, `v`" not in keyed, "no multiset difference"
+    assert (
+        "net AS (SELECT e__.ord__, src.`k`, src.`v`, e__.n__ FROM src LATERAL VIEW "
+        "inline(filter(array(named_struct('ord__', 0, 'n__', s0__)), x__ -> x__.n__ <> 0)) e__)"
+    ) in keyed
+    assert "GROUP BY ord__, `k`" in keyed
+    # An update that changed nothing leaves two equal images: they cancel in the pairing.
+    assert "WHERE NOT (nold__ = 1 AND nnew__ = 1 AND o__ <=> w__) AND" in keyed
+    # A key-less log has no pairing to cancel them in: it still nets.
+    keyless = capture_statement(_config(Flavour.COMMIT_SCN, ()), columns, reads, 0)
+    assert "FROM src GROUP BY `k`, `v`" in keyless

@@ -303,7 +303,9 @@ def reads_of(
             )
             sources.append(
                 RowSource(
-                    f"SELECT {sel} FROM {m} VERSION AS OF {snapshot} WHERE {where}", dict(signs_key)
+                    f"SELECT {sel} FROM {m} VERSION AS OF {snapshot} WHERE {where}",
+                    dict(signs_key),
+                    whole_files=True,
                 )
             )
     return CaptureReads(tuple((ch.ordinal, ch.snapshot) for ch in changes), tuple(sources))

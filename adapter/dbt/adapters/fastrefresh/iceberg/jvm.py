@@ -399,7 +399,7 @@ class _Staging:
                 groups.setdefault(tuple(sorted(signs.items())), []).append(f)
             for signs_key, group in sorted(groups.items()):
                 view = self._stage(snapshot_id, group)
-                sources.append(RowSource(self._select(view), dict(signs_key)))
+                sources.append(RowSource(self._select(view), dict(signs_key), whole_files=True))
         return CaptureReads(tuple(commits), tuple(sources))
 
     def _no_parent(self) -> FastRefreshError:

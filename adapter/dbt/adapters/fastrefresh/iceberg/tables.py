@@ -176,11 +176,16 @@ class RowSource:
 
     ``by_row``: the SELECT has one more column, ``ord__``, and each row is ``signs[ord__]``
     to that one commit only (rows that several commits' position deletes removed, read
-    once for all of them)."""
+    once for all of them).
+
+    ``whole_files``: the SELECT reads whole data files. Where a commit removed them
+    (copy-on-write), most of their rows are carried over into the files it added and
+    cancel there."""
 
     sql: str
     signs: Mapping[int, int]
     by_row: bool = False
+    whole_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,16 @@ class CaptureReads:
     def removes(self) -> bool:
         """Whether any commit removed rows (else every row is an insert: nothing to net)."""
         return any(sign < 0 for s in self.sources for sign in s.signs.values())
+
+    @property
+    def carries_over(self) -> bool:
+        """Whether a commit removed whole data files (copy-on-write), so that rows it left
+        unchanged are read both as removed and as added. Without that, the rows a commit
+        removed and added are its changes (a position delete or deletion vector names only
+        the rows a statement matched)."""
+        return any(
+            s.whole_files and any(sign < 0 for sign in s.signs.values()) for s in self.sources
+        )
 
 
 class Tables(Protocol):
