@@ -133,8 +133,9 @@ def test_a_key_two_rows_share_fails_capture_once_a_change_touches_it(
         spark.sql(f"INSERT INTO {s}.m SELECT /*+ REPARTITION(1) */ * FROM VALUES {rows}")
     assert spark.table(f"{s}.m.files").count() == 2
     spark.sql(f"UPDATE {s}.m SET x = 9 WHERE k IN (1, 3, 4)")
-    # Copy-on-write rewrote both files, carrying both rows of key 2 over unchanged: no
-    # change touched key 2, so the capture logs the three updates and no error.
+    # Copy-on-write rewrote both files, carrying both rows of key 2 over unchanged;
+    # merge-on-read deleted only the rows it matched. No change touched key 2: the
+    # capture logs the three updates, and no error.
     capture.capture(env, master)
     updated = spark.sql(
         f"SELECT k, x FROM {log_table.sql} WHERE dmltype__ = 'U' AND old_new__ = 'N' ORDER BY k"
