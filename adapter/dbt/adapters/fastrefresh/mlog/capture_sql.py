@@ -111,23 +111,27 @@ def _net(columns: Sequence[mt.Column], reads: CaptureReads, *, netted: bool) -> 
         + ")"
     )
     if not netted:
-        per_row = ", ".join(f"named_struct('ord__', {o}, 'n__', s{o}__)" for o in ordinals)
-        return [
-            src,
-            f"net AS (SELECT e__.ord__, {', '.join('src.' + ident(n) for n in names)}, e__.n__ "
-            f"FROM src LATERAL VIEW inline(filter(array({per_row}), x__ -> x__.n__ <> 0)) e__)",
-        ]
+        return [src, _per_commit("src", "s", names, ordinals)]
     # Each distinct row once, with its count in each commit (-1 removed, +1 added): rows a
     # commit removed and added again (copy-on-write carry-overs) count 0 there and are
     # dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
     counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
-    per_commit = ", ".join(f"named_struct('ord__', {o}, 'n__', n{o}__)" for o in ordinals)
     return [
         src,
         f"w AS (SELECT {sel}, {counts} FROM src GROUP BY {sel})",
-        f"net AS (SELECT e__.ord__, {', '.join('w.' + ident(n) for n in names)}, e__.n__ "
-        f"FROM w LATERAL VIEW inline(filter(array({per_commit}), x__ -> x__.n__ <> 0)) e__)",
+        _per_commit("w", "n", names, ordinals),
     ]
+
+
+def _per_commit(relation: str, count: str, names: Sequence[str], ordinals: Sequence[int]) -> str:
+    """The ``net`` CTE: each row of ``relation`` once for each commit ``o`` whose count
+    column ``{count}{o}__`` is not 0 there, as ``n__``."""
+    per = ", ".join(f"named_struct('ord__', {o}, 'n__', {count}{o}__)" for o in ordinals)
+    cols = ", ".join(f"{relation}.{ident(n)}" for n in names)
+    return (
+        f"net AS (SELECT e__.ord__, {cols}, e__.n__ FROM {relation} "
+        f"LATERAL VIEW inline(filter(array({per}), x__ -> x__.n__ <> 0)) e__)"
+    )
 
 
 def _images(config: LogConfig, names: Sequence[str], removes: bool) -> list[str]:
