@@ -35,3 +35,30 @@ def test_the_users_driver_options_go_after_the_embedded_defaults() -> None:
     assert merged["spark.sql.shuffle.partitions"] == "64"
     emptied = session_parameters(state, {"spark.driver.extraJavaOptions": ""})
     assert emptied["spark.driver.extraJavaOptions"] == default
+
+
+def test_both_defaults_raise_the_optimizing_compilers_thresholds() -> None:
+    """The embedded default and a shared catalog's both start the driver JVM with
+    ``JIT_OPTIONS``; a user's own value of one of them goes after, so it wins (HotSpot takes
+    the last)."""
+    from pathlib import Path
+
+    from dbt.adapters.fastrefresh.runtime.catalog import SharedCatalog
+    from dbt.adapters.fastrefresh.runtime.embedded import JIT_OPTIONS, session_parameters
+
+    assert JIT_OPTIONS.split() == [
+        "-XX:Tier4InvocationThreshold=20000",
+        "-XX:Tier4MinInvocationThreshold=2400",
+        "-XX:Tier4CompileThreshold=60000",
+        "-XX:Tier4BackEdgeThreshold=160000",
+    ]
+    catalog = SharedCatalog.parse({"uri": "jdbc:sqlite:x", "warehouse": "/w"})
+    for parameters in (
+        session_parameters(Path("/tmp/fr-state")),
+        session_parameters(None, catalog=catalog),
+    ):
+        options = parameters["spark.driver.extraJavaOptions"].split()
+        assert options[-4:] == JIT_OPTIONS.split()
+    user = {"spark.driver.extraJavaOptions": "-XX:Tier4InvocationThreshold=5000"}
+    options = session_parameters(Path("/tmp/fr-state"), user)["spark.driver.extraJavaOptions"]
+    assert options.split()[-1] == "-XX:Tier4InvocationThreshold=5000"
