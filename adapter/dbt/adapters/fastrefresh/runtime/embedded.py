@@ -50,6 +50,8 @@ JIT_OPTIONS = (
     "-XX:Tier4InvocationThreshold=20000 -XX:Tier4MinInvocationThreshold=2400 "
     "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=160000"
 )
+# The driver JVM's options on any catalog; the embedded one adds its Derby's.
+DRIVER_OPTIONS = f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {JIT_OPTIONS}"
 
 
 class EmbeddedSparkError(RuntimeError):
@@ -89,7 +91,7 @@ def embedded_defaults(state_dir: Path) -> dict[str, str]:
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={derby_home} "
             f"-Dderby.stream.error.file={state_dir / 'derby.log'} "
-            f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {JIT_OPTIONS}"
+            f"{DRIVER_OPTIONS}"
         ),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -276,9 +278,7 @@ def shared_defaults(catalog: SharedCatalog) -> dict[str, str]:
     defaults = embedded_defaults(Path(catalog.warehouse))
     for key in EMBEDDED_METASTORE_KEYS:
         defaults.pop(key, None)
-    defaults["spark.driver.extraJavaOptions"] = (
-        f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {JIT_OPTIONS}"
-    )
+    defaults["spark.driver.extraJavaOptions"] = DRIVER_OPTIONS
     defaults.update(catalog.spark_parameters())
     return defaults
 
