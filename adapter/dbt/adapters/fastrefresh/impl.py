@@ -19,7 +19,7 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
-from dbt.adapters.fastrefresh.engine import inspection, refresh
+from dbt.adapters.fastrefresh.engine import dbt_views, inspection, refresh
 from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
 from dbt.adapters.fastrefresh.engine.upstream import project_fast_refresh_views, upstream_of
 from dbt.adapters.fastrefresh.mlog import capture
@@ -325,6 +325,28 @@ class FastrefreshAdapter(SparkAdapter):
         """Whether the table at a fast_refresh model's name holds a view built by
         dbt-fastrefresh 0.1 (the materialization renames it to the storage table)."""
         return refresh.built_by_0_1(self._env(), TableName.parse(relation))
+
+    @available.parse(lambda *args, **kwargs: False)
+    def fr_view_unchanged(self, relation: BaseRelation, create_sql: str) -> bool:
+        """Whether the view model's existing view was created by ``create_sql`` in this
+        release (``engine/dbt_views.py``): a metastore read on the Java path, else one
+        ``SHOW TBLPROPERTIES``."""
+        return dbt_views.unchanged(self._env(), TableName.parse(relation), create_sql)
+
+    @available.parse(lambda *args, **kwargs: False)
+    def fr_views_replace_in_place(self) -> bool:
+        """Whether ``CREATE OR REPLACE VIEW`` replaces a view's query in this catalog: on a
+        shared catalog (Iceberg's ``SparkCatalog``) it does, atomically. Behind Iceberg's
+        ``SparkSessionCatalog`` on a Hive metastore (the embedded default; a cluster's we
+        cannot tell) the metastore keeps the old query (apache/iceberg#15490), so the view
+        materialization drops the view first."""
+        return getattr(self.config.credentials, "shared_catalog", None) is not None
+
+    @available.parse(_parse_stub)
+    def fr_mark_view(self, relation: BaseRelation, create_sql: str) -> str:
+        """Record on a view model's view, just created by ``create_sql``, what created it."""
+        dbt_views.mark(self._env(), TableName.parse(relation), create_sql)
+        return ""
 
     @available.parse(_parse_stub)
     def fr_refresh_mviews(self, names: Any, method: str = "force") -> str:
