@@ -1,8 +1,10 @@
-"""dbt `view` models on the embedded default (the adapter's view materialization).
+"""dbt `view` models (the adapter's view materialization), on the embedded default and, in
+`make test-shared`, on a shared catalog (where views are replaced in place).
 
 - A view model whose SQL changed answers with its new SQL. Iceberg's views (behind the
   embedded session catalog) keep their old query through CREATE OR REPLACE VIEW, so a
-  changed filter went on filtering the old way, silently.
+  changed filter went on filtering the old way, silently. A model whose new SQL fails
+  keeps its old view.
 - The package's registry models (``fast_refresh_reuse_view: true``) are created again only
   when what would create them changed; otherwise no ``CREATE VIEW`` runs and dbt reports
   ``OK (unchanged)``.
@@ -75,6 +77,17 @@ class TestAChangedViewModelAnswersWithItsNewSql:
         )  # fmt: skip
         run_dbt(["run", "--select", "filtered"])
         assert rows(project, f"select * from {view}") == [("a", 10)]
+        # New SQL that fails: the model fails, and its view stays as it was.
+        write_file(
+            "select name, no_such_column from {{ ref('base') }}",
+            project.project_root, "models", "filtered.sql",
+        )  # fmt: skip
+        run_dbt(["run", "--select", "filtered"], expect_pass=False)
+        assert rows(project, f"select * from {view}") == [("a", 10)]
+        write_file(
+            "select name, id * 10 as tens from {{ ref('base') }} where id = 1",
+            project.project_root, "models", "filtered.sql",
+        )  # fmt: skip
         # dbt's default: a view model is created again on every run.
         assert run("--select", "filtered")[1] == {"filtered"}
 

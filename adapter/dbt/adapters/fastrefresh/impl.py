@@ -336,10 +336,10 @@ class FastrefreshAdapter(SparkAdapter):
     @available.parse(lambda *args, **kwargs: False)
     def fr_views_replace_in_place(self) -> bool:
         """Whether ``CREATE OR REPLACE VIEW`` replaces a view's query in this catalog: on a
-        shared catalog (Iceberg's ``SparkCatalog``) it does, atomically. Behind Iceberg's
-        ``SparkSessionCatalog`` on a Hive metastore (the embedded default; a cluster's we
-        cannot tell) the metastore keeps the old query (apache/iceberg#15490), so the view
-        materialization drops the view first."""
+        shared catalog (Iceberg's ``SparkCatalog``) it does, atomically. Elsewhere the view
+        materialization drops the view first: behind Iceberg's ``SparkSessionCatalog`` on a
+        Hive metastore (the embedded default) the metastore keeps the old query
+        (apache/iceberg#15490), and a cluster's catalog cannot be seen from here."""
         return getattr(self.config.credentials, "shared_catalog", None) is not None
 
     @available.parse(_parse_stub)

@@ -3,7 +3,8 @@
   (adapter/dbt/adapters/fastrefresh/engine/dbt_views.py):
   - An existing view is dropped, then created, except on a shared catalog: behind Iceberg's
     SparkSessionCatalog (the embedded default) CREATE OR REPLACE VIEW keeps the old query
-    (adapter.fr_views_replace_in_place).
+    (adapter.fr_views_replace_in_place). The new query is analysed first, so a model whose
+    new SQL fails keeps its old view.
   - A model configured fast_refresh_reuse_view: true (the package's registry models) keeps
     its view when the statement that would create it is the one that created it, which a
     fingerprint property on the view records; --full-refresh creates it again anyway.
@@ -29,6 +30,9 @@
     {% do store_raw_result(name='main', message='OK (unchanged)', code='OK', rows_affected=-1) %}
   {%- else -%}
     {%- if exists_as_view and not adapter.fr_views_replace_in_place() -%}
+      {#- The new query is analysed before the old view goes: a model whose new SQL fails
+          keeps its view, as CREATE OR REPLACE VIEW would. -#}
+      {%- do get_columns_in_query(sql) -%}
       {% do adapter.drop_relation(old_relation) %}
     {%- endif -%}
     {% call statement('main') -%}
