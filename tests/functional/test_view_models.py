@@ -34,6 +34,14 @@ BASE = "{{ config(materialized='table', file_format='iceberg') }} select * from 
 SEED = "id,name\n1,a\n2,b\n3,c\n"
 
 
+# The view model's SQL that the failing one replaces, and that comes back after it.
+TENS = "select name, id * 10 as tens from {{ ref('base') }} where id = 1"
+
+
+def write_model(project: Any, name: str, sql: str) -> None:
+    write_file(sql, project.project_root, "models", f"{name}.sql")
+
+
 def rows(project: Any, sql: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r) for r in project.run_sql(sql, fetch="all"))
 
@@ -46,11 +54,15 @@ def run(*args: str) -> tuple[dict[str, str], set[str]]:
     return {r.node.name: str(r.message) for r in results}, created
 
 
-class TestAChangedViewModelAnswersWithItsNewSql:
+class People:
+    """A project seeded with ``people`` (three rows)."""
+
     @pytest.fixture(scope="class")
     def seeds(self) -> dict[str, str]:
         return {"people.csv": SEED}
 
+
+class TestAChangedViewModelAnswersWithItsNewSql(People):
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
         return {
@@ -64,39 +76,23 @@ class TestAChangedViewModelAnswersWithItsNewSql:
         view = f"{project.test_schema}.filtered"
         assert rows(project, f"select id, name from {view}") == [(2, "b"), (3, "c")]
         # The same columns, another filter: the view must not keep the old one.
-        write_file(
-            "select * from {{ ref('base') }} where id > 2",
-            project.project_root, "models", "filtered.sql",
-        )  # fmt: skip
+        write_model(project, "filtered", "select * from {{ ref('base') }} where id > 2")
         run_dbt(["run", "--select", "filtered"])
         assert rows(project, f"select id, name from {view}") == [(3, "c")]
         # Other columns.
-        write_file(
-            "select name, id * 10 as tens from {{ ref('base') }} where id = 1",
-            project.project_root, "models", "filtered.sql",
-        )  # fmt: skip
+        write_model(project, "filtered", TENS)
         run_dbt(["run", "--select", "filtered"])
         assert rows(project, f"select * from {view}") == [("a", 10)]
         # New SQL that fails: the model fails, and its view stays as it was.
-        write_file(
-            "select name, no_such_column from {{ ref('base') }}",
-            project.project_root, "models", "filtered.sql",
-        )  # fmt: skip
+        write_model(project, "filtered", "select name, no_such_column from {{ ref('base') }}")
         run_dbt(["run", "--select", "filtered"], expect_pass=False)
         assert rows(project, f"select * from {view}") == [("a", 10)]
-        write_file(
-            "select name, id * 10 as tens from {{ ref('base') }} where id = 1",
-            project.project_root, "models", "filtered.sql",
-        )  # fmt: skip
+        write_model(project, "filtered", TENS)
         # dbt's default: a view model is created again on every run.
         assert run("--select", "filtered")[1] == {"filtered"}
 
 
-class TestRegistryModelsAreCreatedOnlyWhenChanged(FastRefreshProject):
-    @pytest.fixture(scope="class")
-    def seeds(self) -> dict[str, str]:
-        return {"people.csv": SEED}
-
+class TestRegistryModelsAreCreatedOnlyWhenChanged(People, FastRefreshProject):
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
         return {
@@ -129,10 +125,11 @@ class TestRegistryModelsAreCreatedOnlyWhenChanged(FastRefreshProject):
             f"alter view {project.test_schema}.fast_refresh_logs "
             "set tblproperties ('fast_refresh.view-definition'='stale')"
         )
-        write_file(
+        write_model(
+            project,
+            "kept",
             "{{ config(fast_refresh_reuse_view=true) }} select * from {{ ref('base') }} where id > 2",
-            project.project_root, "models", "kept.sql",
-        )  # fmt: skip
+        )
         third, created = run()
         assert created & views == {"fast_refresh_logs", "kept"}
         assert third["fast_refresh_logs"] == third["kept"] == "OK"
