@@ -18,7 +18,7 @@ import pytest
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import capture, consumers
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.mlog.consumers import read_view_state
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
@@ -203,6 +203,43 @@ def test_seed_003_last_purge_date_and_two_sites(site: Site) -> None:
     assert site.sql(f"SELECT * FROM {site.schema}.mlog__t") == []
     log = site.log("t")
     assert (log.oldest, log.youngest, log.last_purge_time) == (first, second, second)
+
+
+def test_a_purge_stops_reading_views_at_one_that_holds_every_row(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A synchronous purge reads the views' positions one at a time and stops at the first
+    view that has consumed nothing since the last purge: nothing can go then. Four views
+    on one log; the purge after each refresh counts its reads of a view's position."""
+    site.sql(f"CREATE TABLE {site.schema}.t (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {site.schema}.t SET IDENTIFIER FIELDS id")
+    site.sql(f"INSERT INTO {site.schema}.t VALUES (1, 1)")
+    site.create_log("t")
+    views = ("v0", "v1", "v2", "v3")
+    for view in views:
+        site.refresh("t", view)
+    site.sql(f"INSERT INTO {site.schema}.t VALUES (2, 2), (3, 3)")
+    capture.capture(site.env, site.t("t"))
+    read: list[str] = []
+    real = consumers.read_position
+
+    def counted(env: Any, view: TableName, log_table: TableName) -> Any:
+        read.append(view.table)
+        return real(env, view, log_table)
+
+    monkeypatch.setattr(consumers, "read_position", counted)
+    reads = []
+    for view in ("v0", "v2", "v1", "v3"):
+        read.clear()
+        site.refresh("t", view)
+        reads.append(list(read))
+        if view != "v3":
+            assert len(site.stamps("t")) == 2, f"after {view}: a view still needs both rows"
+    # v0: v0 has the rows, v1 not (stop; v1 is now read first). v2: v1 first (stop). v1:
+    # every view until v3, which has not refreshed (stop). v3: all have the rows: all read.
+    assert reads == [["v0", "v1"], ["v1"], ["v1", "v0", "v2", "v3"], ["v3", "v0", "v1", "v2"]]
+    assert site.stamps("t") == [], "every view refreshed: the log is empty"
+    assert site.log("t").last_purge_rows == 2
 
 
 def test_seed_004_dropped_and_recreated_log_is_younger(site: Site) -> None:

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta
-from dbt.adapters.fastrefresh.mlog.consumers import plan_purge, usability_problem
+from dbt.adapters.fastrefresh.mlog.consumers import (
+    holds_everything,
+    plan_purge,
+    usability_problem,
+)
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
 from dbt.adapters.fastrefresh.protocol.state import (
@@ -85,6 +92,36 @@ def test_purge_log_dooms_the_views_it_does_not_keep() -> None:
     assert plan is not None and plan.through == 7 and plan.doomed == ("s.a",)
     nobody = plan_purge(log(users=users), positions, T3, keep=[])
     assert nobody is not None and nobody.through == 10, "kept by none: every row goes"
+
+
+positions = st.one_of(
+    st.none(),
+    st.builds(at, st.integers(0, 10), st.just(T1), st.sampled_from(["inc/1", "inc/0"])),
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["s.a", "s.b", "s.c"]),
+        st.tuples(st.integers(0, 10), positions),
+        min_size=1,
+    ),
+    st.integers(0, 10),
+)
+def test_a_view_holding_every_row_is_exactly_what_leaves_nothing_to_purge(
+    views: dict[str, tuple[int, Position | None]], purged: int
+) -> None:
+    """``holds_everything`` (a purge's early stop after reading one view) agrees with the
+    full plan: with a view holding every row no plan exists; without one, a plan exists
+    unless every row was purged already (the log's last sequence is 10)."""
+    loaded = log(
+        users={v: Claim(T0, claim, T0) for v, (claim, _) in views.items()},
+        purged_sequence=purged,
+    )
+    read = {v: position for v, (_, position) in views.items()}
+    holding = any(holds_everything(loaded, v, p) for v, p in read.items())
+    plan = plan_purge(loaded, read, T3)
+    assert (plan is None) == (holding or purged == 10)
 
 
 def test_refresh_times_strictly_increase_per_log() -> None:

@@ -13,6 +13,8 @@
 - ``ensured``: registry schemas known to exist and be current.
 - ``commits``/``reading``: the upkeep of dbt-fastrefresh's own tables (``protocol/upkeep.py``).
 - ``leases``: the leases this process holds on a shared catalog (``runtime/leases.py``).
+- ``purge_blockers``: per log table, the view that last held its purge back (the view
+  a purge reads first: ``mlog/consumers.purge_positions``); a hint, never a fact.
 - ``in_use``: the logs a refresh of this process works on, from its setup to its wrap-up
   (``drop_mview_log`` refuses them meanwhile: the refresh would fail half-way).
 """
@@ -99,6 +101,7 @@ class Runtime:
         self.commits: dict[str, int] = {}
         self.reading: dict[str, int] = {}
         self.in_use: dict[str, int] = {}
+        self.purge_blockers: dict[str, str] = {}
         old = getattr(self, "leases", None)
         if old is not None:
             old.stop()
