@@ -1,4 +1,4 @@
-"""The driver JVM the tests share runs with the options the profile gives it.
+"""The driver JVM runs with the options the profile gives it, and its class cache works.
 
 ``spark.driver.extraJavaOptions`` only takes effect when the JVM is launched (pyspark's
 ``spark-submit``), so a default that never reached the JVM would pass every unit test.
@@ -6,9 +6,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
+from dbt.adapters.fastrefresh.runtime.class_cache import CACHE_ENV
 from dbt.adapters.fastrefresh.runtime.embedded import JIT_OPTIONS
+from tests.jvm import short_lived_env
 
 
 def test_the_driver_jvm_runs_with_the_compiler_thresholds(spark: Any) -> None:
@@ -21,3 +26,47 @@ def test_the_driver_jvm_runs_with_the_compiler_thresholds(spark: Any) -> None:
         spark._jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
     )
     assert hotspot.getVMOption("Tier4InvocationThreshold").getValue() == "20000"
+
+
+# A process of its own (a JVM is launched once per process): the embedded session on a
+# state folder, an Iceberg table read, and HotSpot's log of where each class came from.
+SESSION = """
+import sys
+from dbt.adapters.fastrefresh.runtime.embedded import start_session
+spark = start_session(sys.argv[1], {"spark.driver.extraJavaOptions": "-Xlog:class+load=info"})
+spark.sql("CREATE TABLE t (id INT) USING iceberg")
+assert spark.sql("SELECT count(*) FROM t").collect()[0][0] == 0
+"""
+FROM_ARCHIVE = "source: shared objects file (top)"  # HotSpot: from the dynamic archive
+
+
+def session(state: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**short_lived_env(), CACHE_ENV: str(cache)}
+    result = subprocess.run(
+        [sys.executable, "-c", SESSION, str(state)],
+        capture_output=True, text=True, env=env, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_a_second_process_loads_the_classes_the_first_archived(tmp_path: Path) -> None:
+    cache = tmp_path / "classes"
+    first = session(tmp_path / "one", cache)
+    assert "saving the Spark JVM's classes" in first.stderr
+    assert FROM_ARCHIVE not in first.stdout, "no archive yet: the first JVM read the jars"
+    archives = list(cache.glob("*.jsa"))
+    assert len(archives) == 1 and archives[0].stat().st_size > 10_000_000
+    assert list(cache.glob("*.tmp")) == [], "the archive was renamed into place"
+    written = archives[0].stat().st_mtime_ns
+
+    second = session(tmp_path / "two", cache)
+    assert "saving" not in second.stderr
+    archived = [line for line in second.stdout.splitlines() if FROM_ARCHIVE in line]
+    # Spark's own classes (the application class path) and Iceberg's (spark.jars, loaded
+    # by Spark's class loader) came from the archive.
+    assert any(" org.apache.spark.sql.SparkSession " in line for line in archived)
+    assert any(" org.apache.iceberg.spark.SparkSessionCatalog " in line for line in archived)
+    assert [a.stat().st_mtime_ns for a in cache.glob("*.jsa")] == [written]
+    # HotSpot's own warnings (unified logging, to stdout: through dbt's output) are off.
+    assert "][warning]" not in first.stdout + second.stdout

@@ -25,6 +25,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks, no check
     fcntl = None  # type: ignore[assignment]
 
+from dbt.adapters.fastrefresh.runtime import class_cache
 from dbt.adapters.fastrefresh.runtime.catalog import EMBEDDED_METASTORE_KEYS, SharedCatalog
 from dbt.adapters.fastrefresh.runtime.executor import EXCLUDED_RULES, with_safe_rules
 from dbt.adapters.fastrefresh.runtime.jars import ensure_iceberg_jars
@@ -143,8 +144,9 @@ def java_major_version(output: str) -> int | None:
     return int(match.group(2) or 0) if major == 1 else major
 
 
-def check_java() -> None:
-    """Fail clearly when no usable Java is found, before PySpark fails obscurely."""
+def check_java() -> tuple[str, int]:
+    """Fail clearly when no usable Java is found, before PySpark fails obscurely; return
+    the ``java`` that Spark will run and its major version."""
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     if not java or not Path(java).exists():
@@ -163,6 +165,7 @@ def check_java() -> None:
             f"{java} is Java {version or 'of unknown version'}; Spark 3.5 runs on Java 8, 11 "
             "or 17. Fix: install Java 17 and set JAVA_HOME to it."
         )
+    return java, version
 
 
 def hold_state_dir(state_dir: Path, wait: float | None = None) -> None:
@@ -226,8 +229,9 @@ def prepare_embedded(
     parameters: Mapping[str, str], state_dir: Path | None, catalog: SharedCatalog | None = None
 ) -> dict[str, str]:
     """Check Java, build the jars, create the state folder and take it for this process
-    (none with a shared catalog: several processes share it); return the final settings."""
-    check_java()
+    (none with a shared catalog: several processes share it); return the final settings,
+    with the driver JVM's class cache (``runtime/class_cache.py``)."""
+    java, version = check_java()
     if catalog is None:
         assert state_dir is not None
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -235,7 +239,12 @@ def prepare_embedded(
     jars = ensure_iceberg_jars().spark_jars()
     if catalog is not None and catalog.jars:
         jars = ",".join((jars, *catalog.jars))
-    return with_jars(parameters, jars)
+    final = with_jars(parameters, jars)
+    cache = class_cache.jvm_options(java, version, final)
+    key = "spark.driver.extraJavaOptions"
+    if cache and cache not in final.get(key, ""):
+        final[key] = " ".join(filter(None, (final.get(key), cache)))
+    return final
 
 
 def check_running_session(expected: Mapping[str, str]) -> None:

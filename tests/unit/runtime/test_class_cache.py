@@ -1,0 +1,87 @@
+"""The driver JVM's class cache: when a process maps the archive, writes it, or neither
+(real files and locks; the JVM's side is in tests/functional/test_embedded_session.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dbt.adapters.fastrefresh.runtime import class_cache
+
+JAVA = "/usr/bin/java"
+JARS = {"spark.jars": ""}
+
+
+@pytest.fixture(autouse=True)
+def no_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(class_cache.CACHE_ENV, raising=False)
+
+
+def close(decision: class_cache.Decision) -> None:
+    if decision.lock is not None:
+        decision.lock.close()
+
+
+def test_the_first_process_writes_the_archive_and_later_ones_map_it(tmp_path: Path) -> None:
+    key = class_cache.archive_key(JAVA, "")
+    (tmp_path / f"{key}.12345.tmp").write_bytes(b"left by a killed process")
+    first = class_cache.decide(JAVA, 17, JARS, tmp_path)
+    assert first.tmp == tmp_path / f"{key}.{os.getpid()}.tmp"
+    assert first.options.startswith(f"-XX:ArchiveClassesAtExit={first.tmp} ")
+    assert "-Xlog:cds=off" in first.options
+    assert not (tmp_path / f"{key}.12345.tmp").exists(), "a stale partial archive goes"
+    # Another process meanwhile (another open file: its own lock) starts without one.
+    assert class_cache.decide(JAVA, 17, JARS, tmp_path).options == ""
+    (tmp_path / f"{key}.jsa").write_bytes(b"archive")
+    close(first)
+    later = class_cache.decide(JAVA, 17, JARS, tmp_path)
+    assert later.options.startswith(f"-XX:SharedArchiveFile={tmp_path / key}.jsa ")
+    assert later.tmp is None and later.lock is None
+
+
+@pytest.mark.parametrize(
+    ("version", "user", "setting"),
+    [
+        (11, "", ""),  # no -XX:ArchiveClassesAtExit before Java 13
+        (17, "-Xshare:off", ""),  # the profile's own class data sharing
+        (17, "-XX:SharedArchiveFile=/x.jsa", ""),
+        (17, "", "off"),
+    ],
+)
+def test_no_cache_without_java_13_or_against_the_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, user: str, setting: str
+) -> None:
+    if setting:
+        monkeypatch.setenv(class_cache.CACHE_ENV, setting)
+    parameters = {**JARS, "spark.driver.extraJavaOptions": user}
+    decision = class_cache.decide(JAVA, version, parameters, tmp_path)
+    assert decision == class_cache.Decision("")
+    assert list(tmp_path.iterdir()) == [], "nothing written"
+
+
+def test_the_setting_names_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(class_cache.CACHE_ENV, str(tmp_path / "classes"))
+    decision = class_cache.decide(JAVA, 17, JARS)
+    assert decision.tmp is not None and decision.tmp.parent == tmp_path / "classes"
+    close(decision)
+
+
+def test_on_is_the_default_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DBT_FASTREFRESH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(class_cache.CACHE_ENV, "on")
+    decision = class_cache.decide(JAVA, 17, JARS)
+    assert decision.tmp is not None and decision.tmp.parent == tmp_path / "jvm-classes"
+    close(decision)
+
+
+def test_the_archive_is_per_java_and_jars(tmp_path: Path) -> None:
+    jar = tmp_path / "extra.jar"
+    jar.write_bytes(b"1")
+    before = class_cache.archive_key(JAVA, str(jar))
+    assert class_cache.archive_key(JAVA, str(jar)) == before
+    assert class_cache.archive_key(JAVA, "") != before
+    assert class_cache.archive_key(str(tmp_path / "other-java"), str(jar)) != before
+    jar.write_bytes(b"12")
+    assert class_cache.archive_key(JAVA, str(jar)) != before, "a changed jar: a new archive"
