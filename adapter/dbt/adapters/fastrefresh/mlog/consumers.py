@@ -276,7 +276,7 @@ def purge_positions(env: Env, log: LoadedLog) -> dict[str, Position | None] | No
     row can go, and the other views need not be read.
 
     On a log many views share, most purges after a refresh stop at the first view read
-    instead of reading every view's state (on the SQL path two to three statements per
+    instead of reading every view's state (on the SQL path one to three statements per
     view). The view that last held this log back in this process is read first.
     """
     blockers = env.runtime.purge_blockers

@@ -2,13 +2,13 @@
 starts.
 
 Every ``dbt run`` on the embedded default starts a JVM, and before its first statement
-answers that JVM loads and verifies some 20,000 classes of Spark, Hive, Derby and Iceberg
-from their jars. HotSpot can archive the classes one run loaded (``-XX:ArchiveClassesAtExit``,
-Java 13 and later) and map that archive into the next JVMs (``-XX:SharedArchiveFile``),
-already parsed and verified. Measured on the embedded default (2 cores, Java 17): a
-session's start and its first Iceberg statements took 14.9-15.4 s without the archive,
-10.0-10.5 s with it; the quickstart's whole `dbt run` (eight models) 22.6-24.6 s, 17.4-18.4 s
-with it (``docs/bookkeeping.md``).
+answers that JVM loads and verifies more than 10,000 classes of Spark, Hive, Derby and
+Iceberg from their jars. HotSpot can archive the classes one run loaded
+(``-XX:ArchiveClassesAtExit``, Java 13 and later) and map that archive into the next JVMs
+(``-XX:SharedArchiveFile``), already parsed and verified. Measured on the embedded default
+(2 cores, Java 17): a session's start and its first Iceberg statements took 14.9-15.4 s
+without the archive, 10.0-10.5 s with it; the quickstart's whole ``dbt run`` (eight
+models) 22.6-24.6 s, 17.4-18.4 s with it (``docs/bookkeeping.md``).
 
 - The archive lives in the jar cache (``runtime/jars.default_cache_dir``), under
   ``jvm-classes/``, one per Java and set of jars (its name is a hash of them), so an
@@ -19,10 +19,9 @@ with it (``docs/bookkeeping.md``).
   the JVM writes the archive (10-20 s, once; it says so on stderr), and renames the
   finished file into place: a JVM never maps a half-written archive. Other processes
   meanwhile start without one.
-- ``DBT_FASTREFRESH_CLASS_CACHE=off`` turns it off (``on``, the default, keeps it; a
-  folder puts the archives there);
-  so does a profile whose ``spark.driver.extraJavaOptions`` has its own class data
-  sharing flags, or a Java older than 13.
+- There is none with ``DBT_FASTREFRESH_CLASS_CACHE=off``, with a Java older than 13, or
+  when the profile's ``spark.driver.extraJavaOptions`` has class data sharing flags of
+  its own. ``DBT_FASTREFRESH_CLASS_CACHE=<folder>`` keeps the archives there instead.
 """
 
 from __future__ import annotations
@@ -55,8 +54,8 @@ SAVE_TIMEOUT = 300.0  # seconds to wait for the JVM writing the archive at exit
 @dataclass
 class Decision:
     """What this process's JVM does with the class cache: ``options`` to add to the
-    driver's; ``saving``: the archive it writes at exit (``tmp``, renamed to ``final``),
-    under ``lock``."""
+    driver's; when it writes the archive, it writes ``tmp`` at exit, renamed to ``final``,
+    holding ``lock`` meanwhile."""
 
     options: str
     final: Path | None = None
@@ -115,7 +114,7 @@ def decide(
     except OSError:  # another process is writing it
         lock.close()
         return Decision("")
-    if final.is_file():  # written while this process waited for nothing
+    if final.is_file():  # the previous holder of the lock wrote it since the first look
         lock.close()
         return Decision(f"-XX:SharedArchiveFile={final} {QUIET}")
     tmp = folder / f"{key}.{os.getpid()}.tmp"
