@@ -19,6 +19,12 @@ models) 22.6-24.6 s, 17.4-18.4 s with it (``docs/bookkeeping.md``).
   the JVM writes the archive (10-20 s, once; it says so on stderr), and renames the
   finished file into place: a JVM never maps a half-written archive. Other processes
   meanwhile start without one.
+- HotSpot is asked first: a JVM without the JDK's base archive (some minimal runtimes),
+  or with ``-Xshare:off`` in ``JDK_JAVA_OPTIONS``, refuses to start with
+  ``-XX:ArchiveClassesAtExit``, and one that maps a truncated archive crashes. So the
+  writing process first runs ``java -XX:ArchiveClassesAtExit=... -version``, and the
+  written archive is mapped once by ``java -version`` before it is put in place; if
+  either fails there is no archive, and the JVM starts as it would without one.
 - There is none with ``DBT_FASTREFRESH_CLASS_CACHE=off``, with a Java older than 13, or
   when the profile's ``spark.driver.extraJavaOptions`` has class data sharing flags of
   its own. ``DBT_FASTREFRESH_CLASS_CACHE=<folder>`` keeps the archives there instead.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,10 +61,11 @@ SAVE_TIMEOUT = 300.0  # seconds to wait for the JVM writing the archive at exit
 @dataclass
 class Decision:
     """What this process's JVM does with the class cache: ``options`` to add to the
-    driver's; when it writes the archive, it writes ``tmp`` at exit, renamed to ``final``,
-    holding ``lock`` meanwhile."""
+    driver's; when it writes the archive, it writes ``tmp`` at exit, which ``java`` then
+    maps once before it is renamed to ``final``, holding ``lock`` meanwhile."""
 
     options: str
+    java: str = "java"
     final: Path | None = None
     tmp: Path | None = None
     lock: IO[str] | None = None
@@ -120,7 +128,30 @@ def decide(
     tmp = folder / f"{key}.{os.getpid()}.tmp"
     for stale in folder.glob(f"{key}.*.tmp"):  # left by a process killed while saving
         stale.unlink(missing_ok=True)
-    return Decision(f"-XX:ArchiveClassesAtExit={tmp} {QUIET}", final, tmp, lock)
+    probe = folder / f"{key}.{os.getpid()}.probe.tmp"
+    try:
+        if not runs(java, f"-XX:ArchiveClassesAtExit={probe}"):
+            lock.close()
+            return Decision("")
+    finally:
+        probe.unlink(missing_ok=True)
+    return Decision(f"-XX:ArchiveClassesAtExit={tmp} {QUIET}", java, final, tmp, lock)
+
+
+def runs(java: str, *options: str) -> bool:
+    """Whether ``java -version`` with ``options`` (and this process's environment, whose
+    ``JDK_JAVA_OPTIONS`` every launch reads) starts and exits cleanly."""
+    # A JVM that crashes on a bad archive writes no crash report into the user's folder.
+    quiet_crash = [f"-XX:ErrorFile={os.devnull}", "-XX:-CreateCoredumpOnCrash"]
+    try:
+        done = subprocess.run(
+            [java, *options, *QUIET.split(), *quiet_crash, "-version"],
+            capture_output=True,
+            timeout=120,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 _decided: list[Decision] = []
@@ -159,7 +190,8 @@ def save(decision: Decision) -> bool:
             if proc.stdin is not None:
                 proc.stdin.close()  # the gateway exits on end of input
             proc.wait(timeout=SAVE_TIMEOUT)
-        if proc.returncode == 0 and decision.tmp.is_file() and decision.tmp.stat().st_size:
+        whole = proc.returncode == 0 and decision.tmp.is_file() and decision.tmp.stat().st_size
+        if whole and runs(decision.java, f"-XX:SharedArchiveFile={decision.tmp}"):
             os.replace(decision.tmp, decision.final)
             return True
         return False
