@@ -15,10 +15,10 @@ JARS = {"spark.jars": ""}
 
 
 def fake_java(folder: Path, exit_code: int) -> str:
-    """A ``java`` that answers every launch with ``exit_code`` (HotSpot's own answers are
-    in the functional test)."""
+    """A ``java`` that answers every launch with ``exit_code`` and counts its launches in
+    ``launches`` beside it (HotSpot's own answers are in the functional test)."""
     java = folder / f"java-{exit_code}"
-    java.write_text(f"#!/bin/sh\nexit {exit_code}\n")
+    java.write_text(f"#!/bin/sh\necho launched >> {folder / 'launches'}\nexit {exit_code}\n")
     java.chmod(0o755)
     return str(java)
 
@@ -104,14 +104,18 @@ def test_on_is_the_default_folder(
 def test_a_jvm_that_will_not_write_an_archive_gets_no_option(tmp_path: Path) -> None:
     """Without the JDK's base archive, or with -Xshare:off in JDK_JAVA_OPTIONS, a JVM
     given -XX:ArchiveClassesAtExit does not start: the probe's failure means no option,
-    nothing left in the folder, and the lock free again."""
+    no archive, the lock free again, and no probe in later processes."""
     refusing = fake_java(tmp_path, 1)
     folder = tmp_path / "classes"
     assert class_cache.decide(refusing, 17, JARS, folder) == class_cache.Decision("")
     key = class_cache.archive_key(refusing, "")
-    assert [p.name for p in folder.iterdir()] == [f"{key}.lock"]
+    assert sorted(p.name for p in folder.iterdir()) == [f"{key}.lock", f"{key}.refused"]
     with (folder / f"{key}.lock").open("a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
+    # HotSpot's answer is kept: later processes do not ask again (0.4 s each).
+    assert (tmp_path / "launches").read_text().count("launched") == 1
+    assert class_cache.decide(refusing, 17, JARS, folder) == class_cache.Decision("")
+    assert (tmp_path / "launches").read_text().count("launched") == 1
 
 
 def test_the_archive_is_per_java_and_jars(tmp_path: Path, java: str) -> None:

@@ -23,8 +23,9 @@ models) 22.6-24.6 s, 17.4-18.4 s with it (``docs/bookkeeping.md``).
   or with ``-Xshare:off`` in ``JDK_JAVA_OPTIONS``, refuses to start with
   ``-XX:ArchiveClassesAtExit``, and one that maps a truncated archive crashes. So the
   writing process first runs ``java -XX:ArchiveClassesAtExit=... -version``, and the
-  written archive is mapped once by ``java -version`` before it is put in place; if
-  either fails there is no archive, and the JVM starts as it would without one.
+  written archive is mapped once by ``java -version`` before it is put in place. If
+  either fails, a ``<name>.refused`` file says so, and no process asks again (until
+  Java or the jars change: another name); the JVM starts as it would without one.
 - There is none with ``DBT_FASTREFRESH_CLASS_CACHE=off``, with a Java older than 13, or
   when the profile's ``spark.driver.extraJavaOptions`` has class data sharing flags of
   its own. ``DBT_FASTREFRESH_CLASS_CACHE=<folder>`` keeps the archives there instead.
@@ -112,6 +113,8 @@ def decide(
         return Decision("")
     if final.is_file():
         return Decision(f"-XX:SharedArchiveFile={final} {QUIET}")
+    if refused(final).exists():
+        return Decision("")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         lock = (folder / f"{key}.lock").open("a+", encoding="utf-8")
@@ -131,11 +134,17 @@ def decide(
     probe = folder / f"{key}.{os.getpid()}.probe.tmp"
     try:
         if not runs(java, f"-XX:ArchiveClassesAtExit={probe}"):
+            refused(final).touch()
             lock.close()
             return Decision("")
     finally:
         probe.unlink(missing_ok=True)
     return Decision(f"-XX:ArchiveClassesAtExit={tmp} {QUIET}", java, final, tmp, lock)
+
+
+def refused(final: Path) -> Path:
+    """The file that says HotSpot refused to write or to map the archive ``final``."""
+    return final.with_suffix(".refused")
 
 
 def runs(java: str, *options: str) -> bool:
@@ -191,10 +200,13 @@ def save(decision: Decision) -> bool:
                 proc.stdin.close()  # the gateway exits on end of input
             proc.wait(timeout=SAVE_TIMEOUT)
         whole = proc.returncode == 0 and decision.tmp.is_file() and decision.tmp.stat().st_size
-        if whole and runs(decision.java, f"-XX:SharedArchiveFile={decision.tmp}"):
-            os.replace(decision.tmp, decision.final)
-            return True
-        return False
+        if not whole:  # the JVM was killed, or wrote nothing: the next process tries again
+            return False
+        if not runs(decision.java, f"-XX:SharedArchiveFile={decision.tmp}"):
+            refused(decision.final).touch()
+            return False
+        os.replace(decision.tmp, decision.final)
+        return True
     except Exception:  # the cache only saves time: never fail an exit for it
         return False
     finally:
