@@ -241,9 +241,9 @@ def prepare_embedded(
         jars = ",".join((jars, *catalog.jars))
     final = with_jars(parameters, jars)
     cache = class_cache.jvm_options(java, version, final)
-    key = "spark.driver.extraJavaOptions"
-    if cache and cache not in final.get(key, ""):
-        final[key] = " ".join(filter(None, (final.get(key), cache)))
+    if cache and cache not in final.get("spark.driver.extraJavaOptions", ""):
+        # Appended after the profile's and the defaults' options, as a user's would be.
+        final = merge_parameters(final, {"spark.driver.extraJavaOptions": cache})
     return final
 
 
