@@ -310,3 +310,43 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
         (1, 11, "U", "O"), (1, 12, "U", "N"),
         (3, 30, "D", "O"),
     ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("small_shuffles")
+def test_a_capture_of_the_same_shape_compiles_no_code_and_runs_three_jobs(spark: Any) -> None:
+    """What changes from one capture to the next (snapshot ids, the first sequence, the
+    stamp) reaches the statement as one map literal, which Spark hands its generated code
+    as an object: a second capture of the same shape reuses the code the first compiled.
+    No small relation is joined in (Spark broadcasts one with a job of its own), and one
+    shuffle by key serves both the copy-on-write multiset difference and the pairing by
+    key: the rows' shuffle, the numbering's, and the write."""
+    jvm = spark.sparkContext._jvm
+    compilations = jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    tracker = spark.sparkContext.statusTracker()
+
+    def last_job() -> int:
+        return max(tracker.getJobIdsForGroup(None) or [-1])
+
+    schema = f"prop_{next(_counter)}_codegen"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    env = env_for(spark, f"{schema}_registry", "java")
+    table = f"{schema}.m"
+    spark.sql(
+        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT, s STRING) USING iceberg "
+        "TBLPROPERTIES ('write.update.mode'='copy-on-write')"
+    )
+    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')")
+    mlog.create_mview_log(env, table)
+    master = TableName.parse(table)
+    seen = []
+    for round_no in range(4):
+        spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = {round_no % 3 + 1}")
+        compiled, job = compilations.getCount(), last_job()
+        result = capture.capture(env, master)
+        seen.append((compilations.getCount() - compiled, last_job() - job, result.log_rows))
+    assert [s[1:] for s in seen] == [(3, 2)] * 4, seen
+    # The first two captures of the session compile (the second a few classes, 4 here,
+    # before this statement's form and after); from then on a capture of this shape
+    # compiles nothing, whatever its snapshot ids, sequence and stamp.
+    assert [s[0] for s in seen[2:]] == [0, 0], seen

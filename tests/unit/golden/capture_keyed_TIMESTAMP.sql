@@ -1,16 +1,4 @@
-WITH commits__ AS (
-  SELECT
-    *
-  FROM VALUES
-    (0, CAST(7 AS BIGINT)),
-    (1, CAST(8 AS BIGINT)),
-    (2, CAST(9 AS BIGINT)) AS c__(ord__, xid__)
-), run__ AS (
-  SELECT
-    *
-  FROM VALUES
-    (CAST(41 AS BIGINT), CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ)) AS r__(base__, stamp__)
-), src AS (
+WITH src AS (
   SELECT
     `k`,
     `v`,
@@ -123,7 +111,13 @@ WITH commits__ AS (
     SUM(s0__) AS n0__,
     SUM(s1__) AS n1__,
     SUM(s2__) AS n2__
-  FROM src
+  FROM (
+    SELECT
+      *
+    FROM src
+    DISTRIBUTE BY
+      `k`
+  )
   GROUP BY
     `k`,
     `v`,
@@ -166,10 +160,8 @@ WITH commits__ AS (
     nnew__ > 0 AS has_new__,
     o__,
     w__,
-    k.`k`
+    `k`
   FROM k
-  JOIN commits__ AS d__
-    ON k.ord__ = d__.ord__
   WHERE
     NOT (
       nold__ = 1 AND nnew__ = 1 AND o__ IS NOT DISTINCT FROM w__
@@ -181,7 +173,29 @@ WITH commits__ AS (
           'dbt-fastrefresh: master g.t has more than one row with key (',
           CAST(`k` AS STRING),
           ') in snapshot ',
-          CAST(d__.xid__ AS STRING),
+          CAST(ELEMENT_AT(
+            MAP(
+              0,
+              STRUCT(
+                CAST(7 AS BIGINT) AS xid__,
+                CAST(41 AS BIGINT) AS base__,
+                CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+              ),
+              1,
+              STRUCT(
+                CAST(8 AS BIGINT) AS xid__,
+                CAST(41 AS BIGINT) AS base__,
+                CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+              ),
+              2,
+              STRUCT(
+                CAST(9 AS BIGINT) AS xid__,
+                CAST(41 AS BIGINT) AS base__,
+                CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+              )
+            ),
+            ord__
+          ).xid__ AS STRING),
           '; a keyed log needs a unique key. Fix: make the key unique, or drop the log and create it with another key, or key-less (key=[]).'
         )
       ) AS BOOLEAN),
@@ -260,14 +274,38 @@ SELECT
   o.`k`,
   o.`v`,
   o.`w`,
-  run__.stamp__ AS snaptime__,
+  o.c__.stamp__ AS snaptime__,
   o.dmltype__,
   o.old_new__,
   o.change_vector__,
-  run__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.half__) AS sequence__,
-  commits__.xid__,
-  run__.base__ + 1 AS capture__
-FROM o
-JOIN commits__
-  ON o.ord__ = commits__.ord__
-CROSS JOIN run__
+  o.c__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.half__) AS sequence__,
+  o.c__.xid__,
+  o.c__.base__ + 1 AS capture__
+FROM (
+  SELECT
+    *,
+    ELEMENT_AT(
+      MAP(
+        0,
+        STRUCT(
+          CAST(7 AS BIGINT) AS xid__,
+          CAST(41 AS BIGINT) AS base__,
+          CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+        ),
+        1,
+        STRUCT(
+          CAST(8 AS BIGINT) AS xid__,
+          CAST(41 AS BIGINT) AS base__,
+          CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+        ),
+        2,
+        STRUCT(
+          CAST(9 AS BIGINT) AS xid__,
+          CAST(41 AS BIGINT) AS base__,
+          CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+        )
+      ),
+      ord__
+    ) AS c__
+  FROM o
+) AS o

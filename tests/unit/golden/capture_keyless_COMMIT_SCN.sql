@@ -1,16 +1,4 @@
-WITH commits__ AS (
-  SELECT
-    *
-  FROM VALUES
-    (0, CAST(7 AS BIGINT)),
-    (1, CAST(8 AS BIGINT)),
-    (2, CAST(9 AS BIGINT)) AS c__(ord__, xid__)
-), run__ AS (
-  SELECT
-    *
-  FROM VALUES
-    (CAST(41 AS BIGINT), CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ)) AS r__(base__, stamp__)
-), src AS (
+WITH src AS (
   SELECT
     `k`,
     `v`,
@@ -169,10 +157,34 @@ SELECT
   o.dmltype__,
   o.old_new__,
   o.change_vector__,
-  run__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.`v`, o.`w`, o.half__) AS sequence__,
-  commits__.xid__,
-  run__.base__ + 1 AS capture__
-FROM o
-JOIN commits__
-  ON o.ord__ = commits__.ord__
-CROSS JOIN run__
+  o.c__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.`v`, o.`w`, o.half__) AS sequence__,
+  o.c__.xid__,
+  o.c__.base__ + 1 AS capture__
+FROM (
+  SELECT
+    *,
+    ELEMENT_AT(
+      MAP(
+        0,
+        STRUCT(
+          CAST(7 AS BIGINT) AS xid__,
+          CAST(41 AS BIGINT) AS base__,
+          CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+        ),
+        1,
+        STRUCT(
+          CAST(8 AS BIGINT) AS xid__,
+          CAST(41 AS BIGINT) AS base__,
+          CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+        ),
+        2,
+        STRUCT(
+          CAST(9 AS BIGINT) AS xid__,
+          CAST(41 AS BIGINT) AS base__,
+          CAST('4000-01-01 00:00:00' AS TIMESTAMP_NTZ) AS stamp__
+        )
+      ),
+      ord__
+    ) AS c__
+  FROM o
+) AS o

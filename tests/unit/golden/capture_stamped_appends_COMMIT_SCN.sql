@@ -1,14 +1,4 @@
-WITH commits__ AS (
-  SELECT
-    *
-  FROM VALUES
-    (0, CAST(7 AS BIGINT)) AS c__(ord__, xid__)
-), run__ AS (
-  SELECT
-    *
-  FROM VALUES
-    (CAST(0 AS BIGINT), CAST('2026-01-01 12:30:00.000000' AS TIMESTAMP_NTZ)) AS r__(base__, stamp__)
-), net AS (
+WITH net AS (
   SELECT
     0 AS ord__,
     `k`,
@@ -44,10 +34,22 @@ SELECT
   o.dmltype__,
   o.old_new__,
   o.change_vector__,
-  run__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.half__) AS sequence__,
-  commits__.xid__,
-  run__.base__ + 1 AS capture__
-FROM o
-JOIN commits__
-  ON o.ord__ = commits__.ord__
-CROSS JOIN run__
+  o.c__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.half__) AS sequence__,
+  o.c__.xid__,
+  o.c__.base__ + 1 AS capture__
+FROM (
+  SELECT
+    *,
+    ELEMENT_AT(
+      MAP(
+        0,
+        STRUCT(
+          CAST(7 AS BIGINT) AS xid__,
+          CAST(0 AS BIGINT) AS base__,
+          CAST('2026-01-01 12:30:00.000000' AS TIMESTAMP_NTZ) AS stamp__
+        )
+      ),
+      ord__
+    ) AS c__
+  FROM o
+) AS o

@@ -51,33 +51,49 @@ def capture_statement(
     appended unmarked (``4000-01-01``).
 
     What changes from one capture to the next (the commits' snapshot ids, the first
-    sequence, the stamp) comes from two small ``VALUES`` relations joined in at the end,
-    not from literals in the query: Spark compiles a query's operators to Java, and a
-    literal becomes part of that code; with the values as data, the next capture of the
-    same shape reuses the compiled code (about 0.3 s of a small capture).
+    sequence, the stamp) is one map literal, from each commit's ordinal to its snapshot
+    id with the run's first sequence and stamp, looked up per row (``element_at``). Spark
+    compiles a query's operators to Java: a number or timestamp literal becomes part of
+    that code, but a map literal is passed to it as an object, so the next capture of the
+    same shape reuses the compiled code (about 0.3 s of a small capture). A lookup, not a
+    join with a ``VALUES`` relation: Spark broadcasts a joined relation, one more job
+    (about 0.1 s) each time.
     """
     names = [c.name for c in columns]
-    commits = ", ".join(f"({o}, {info.snapshot_id}L)" for o, info in reads.commits) or "(0, 0L)"
     first = timestamp(stamp) if stamp is not None else UNMARKED_SQL
+    commits = _commit_map(reads, start_sequence, first)
+    keys = [] if config.keyless else [ident(k) for k in config.key_columns]
     ctes = [
-        f"commits__ AS (SELECT * FROM VALUES {commits} AS c__(ord__, xid__))",
-        f"run__ AS (SELECT * FROM VALUES ({start_sequence}L, {first}) AS r__(base__, stamp__))",
-        *_net(columns, reads, netted=config.keyless or reads.carries_over),
-        *_images(config, names, reads.removes),
+        *_net(columns, reads, netted=config.keyless or reads.carries_over, keys=keys),
+        *_images(config, names, reads.removes, commits),
     ]
     return (
         "WITH "
         + ",\n".join(ctes)
-        + f"\nINSERT INTO {config.log_table.sql}\n{_select(config, columns)}"
+        + f"\nINSERT INTO {config.log_table.sql}\n{_select(config, columns, commits)}"
     )
 
 
-def _net(columns: Sequence[mt.Column], reads: CaptureReads, *, netted: bool) -> list[str]:
+def _commit_map(reads: CaptureReads, start_sequence: int, first: str) -> str:
+    """The map literal from each commit's ordinal to its snapshot id (``xid__``), the
+    run's first sequence (``base__``) and stamp (``stamp__``)."""
+    commits = [(o, info.snapshot_id) for o, info in reads.commits] or [(0, 0)]
+    run = f"'base__', {start_sequence}L, 'stamp__', {first}"
+    return "map(" + ", ".join(f"{o}, named_struct('xid__', {x}L, {run})" for o, x in commits) + ")"
+
+
+def _net(
+    columns: Sequence[mt.Column], reads: CaptureReads, *, netted: bool, keys: Sequence[str]
+) -> list[str]:
     """CTEs ending in ``net``: each changed row of each commit, ``n__`` times (< 0: removed).
 
     ``netted``: each distinct row once per commit, rows a commit both removed and added
     cancelled. Otherwise each row read, once per commit it counts for: a commit's identical
-    removed and added images are left for the pairing by key to cancel."""
+    removed and added images are left for the pairing by key to cancel.
+
+    ``keys``: a keyed log's key columns. The rows are distributed by key before the
+    multiset difference, so that the pairing by key that follows finds them already in
+    place: one shuffle for both aggregations, not two."""
     names = [c.name for c in columns]
     sel = ", ".join(ident(n) for n in names)
     ordinals = [o for o, _ in reads.commits]
@@ -116,9 +132,10 @@ def _net(columns: Sequence[mt.Column], reads: CaptureReads, *, netted: bool) -> 
     # commit removed and added again (copy-on-write carry-overs) count 0 there and are
     # dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
     counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
+    placed = f"(SELECT * FROM src DISTRIBUTE BY {', '.join(keys)})" if keys else "src"
     return [
         src,
-        f"w AS (SELECT {sel}, {counts} FROM src GROUP BY {sel})",
+        f"w AS (SELECT {sel}, {counts} FROM {placed} GROUP BY {sel})",
         _per_commit("w", "n", names, ordinals),
     ]
 
@@ -134,14 +151,14 @@ def _per_commit(relation: str, count: str, names: Sequence[str], ordinals: Seque
     )
 
 
-def _images(config: LogConfig, names: Sequence[str], removes: bool) -> list[str]:
+def _images(config: LogConfig, names: Sequence[str], removes: bool, commits: str) -> list[str]:
     """CTEs ending in ``o``: the log rows' images, before they are numbered. A keyed log
     pairs a commit's old and new image of one key into an update."""
     log_cols = list(config.columns)
     keyed = not config.keyless
     if keyed and removes:
         key_only = not [c for c in config.logged_columns if c not in config.key_columns]
-        return _pair_by_key(config, names, log_cols, key_only)
+        return _pair_by_key(config, names, log_cols, key_only, commits)
     ncols = len(names)
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
@@ -155,7 +172,7 @@ def _images(config: LogConfig, names: Sequence[str], removes: bool) -> list[str]
     ]
 
 
-def _select(config: LogConfig, columns: Sequence[mt.Column]) -> str:
+def _select(config: LogConfig, columns: Sequence[mt.Column], commits: str) -> str:
     """The log rows, numbered in commit order, then by key (or row), old image first."""
     log_cols = list(config.columns)
     order_cols = (
@@ -164,13 +181,13 @@ def _select(config: LogConfig, columns: Sequence[mt.Column]) -> str:
         else [c.name for c in columns if c.comparable and c.name in log_cols]
     )
     order = ", ".join(["o.ord__", *(f"o.{ident(c)}" for c in order_cols), "o.half__"])
-    snaptime = "" if config.commit_scn else "run__.stamp__ AS snaptime__, "
+    snaptime = "" if config.commit_scn else "o.c__.stamp__ AS snaptime__, "
     return (
         f"SELECT {', '.join('o.' + ident(c) for c in log_cols)}, {snaptime}o.dmltype__, "
         "o.old_new__, o.change_vector__, "
-        f"run__.base__ + row_number() OVER (ORDER BY {order}) AS sequence__, "
-        "commits__.xid__, run__.base__ + 1 AS capture__ "
-        "FROM o JOIN commits__ ON o.ord__ = commits__.ord__ CROSS JOIN run__"
+        f"o.c__.base__ + row_number() OVER (ORDER BY {order}) AS sequence__, "
+        "o.c__.xid__, o.c__.base__ + 1 AS capture__ "
+        f"FROM (SELECT *, element_at({commits}, ord__) AS c__ FROM o) o"
     )
 
 
@@ -179,7 +196,7 @@ def _nulls(columns: Sequence[mt.Column]) -> str:
 
 
 def _pair_by_key(
-    config: LogConfig, names: Sequence[str], log_cols: Sequence[str], key_only: bool
+    config: LogConfig, names: Sequence[str], log_cols: Sequence[str], key_only: bool, commits: str
 ) -> list[str]:
     """CTEs pairing what is left by key: an old and a new image of one key is an update."""
     keys = [ident(k) for k in config.key_columns]
@@ -203,11 +220,11 @@ def _pair_by_key(
         # An old and a new image that are equal (an update that changed nothing; never
         # left by the multiset difference) cancel.
         "j AS (SELECT k.ord__, nold__ > 0 AS has_old__, nnew__ > 0 AS has_new__, o__, "
-        f"w__, {', '.join('k.' + k for k in keys)} FROM k JOIN commits__ d__ ON k.ord__ = d__.ord__ "
+        f"w__, {', '.join(keys)} FROM k "
         "WHERE NOT (nold__ = 1 AND nnew__ = 1 AND o__ <=> w__) "
         "AND IF(greatest(nold__, nnew__) > 1, CAST(raise_error("
         f"concat({string(duplicate_key_message(config.master))}, "
-        f"{key_text}, {string(') in snapshot ')}, cast(d__.xid__ AS STRING), {string(fix)})) "
+        f"{key_text}, {string(') in snapshot ')}, cast(element_at({commits}, ord__).xid__ AS STRING), {string(fix)})) "
         "AS BOOLEAN), TRUE))",
     ]
     vector = cv.sql_update_vector(old, new)
