@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from dbt.tests.util import run_dbt, write_file
 
 from tests.functional.dbt_project import FastRefreshProject, op, op_failing
 
 
 class TestLogOperationsThroughDbt(FastRefreshProject):
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        # The package's own data tests on its registry models are off unless a project
+        # turns them on (its dbt_project.yml); this one does.
+        return {"data_tests": {"fast_refresh": {"+enabled": True}}}
+
     def test_seed_004_log_contents_and_registry(self, ready: Any) -> None:
         project = ready
         schema = project.test_schema
@@ -61,7 +68,16 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
             fetch="all",
         )
         assert [tuple(r) for r in logs_view] == [(master, 5, 0)]
-        run_dbt(["test", "--select", "fast_refresh"])
+        results = run_dbt(["test", "--select", "fast_refresh"])
+        tests = [r for r in results if r.node.resource_type == "test"]
+        assert sorted(r.node.name for r in tests) == [
+            "accepted_values_fast_refresh_mviews_staleness__FRESH__STALE__NEEDS_COMPILE__UNUSABLE",
+            "not_null_fast_refresh_leases_object",
+            "not_null_fast_refresh_mviews_mview",
+            "unique_fast_refresh_leases_object",
+            "unique_fast_refresh_mviews_mview",
+        ]
+        assert {r.status for r in tests} == {"pass"}
 
         assert "dropped materialized view log" in op("drop_mview_log", master=master)
         output = op_failing("capture_changes", master=master)
