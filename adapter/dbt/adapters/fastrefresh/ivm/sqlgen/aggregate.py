@@ -18,7 +18,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Aggregate, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, q, render
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, replace_all
 
 
 def aggregate_columns(plan: ViewPlan) -> list[str]:
@@ -246,12 +246,54 @@ def aggregate_signed(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: 
             inserts[o.name] = text(fill(o.template, new_values, group_s), o.name)
     if plan.global_aggregate:
         return render(plan, target, Merge(source, None, update))
+    if target.overwrite:
+        return _signed_overwrite(plan, target, ctes, rows, inserts)
     on = " AND ".join(f"t.{q(c)} <=> s.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
     merge = Merge(
         source, on, update, delete_when="t.__fr_count + s.__fr_d_count = 0",
         insert=inserts, insert_when="s.__fr_d_count > 0",
     )  # fmt: skip
     return render(plan, target, merge)
+
+
+def _signed_overwrite(
+    plan: ViewPlan, target: Target, ctes: Sequence[str], rows: str, inserts: Mapping[str, str]
+) -> str:
+    """A grouped algebraic aggregate's delta replacing the whole view in one aggregation.
+
+    The view's rows (each group's hidden counts and sums) and the changed rows (signed)
+    go into one ``UNION ALL`` and are summed per group: each group's new counts and sums,
+    as if the whole group were new, so its columns are the ones ``inserts`` gives a new
+    group; a group whose count reaches 0 goes. One shuffle, where the MERGE's overwrite
+    form aggregates the changed rows and then joins them with the view (a full outer
+    join: both sides shuffled). Groups are compared as the view's columns are typed.
+    """
+    types = target.types
+    groups = [f"__fr_g_{i}" for i in range(len(plan.groups))]
+    view_part = [f"t.{q(c)} AS {g}" for g, c in zip(groups, plan.group_columns, strict=True)]
+    rows_part = [
+        f"CAST({g} AS {types[c]}) AS {g}" for g, c in zip(groups, plan.group_columns, strict=True)
+    ]
+    # (column, the view's value, a changed row's signed value)
+    summed = [("__fr_d_count", "t.__fr_count", "__fr_sign")]
+    for j in range(len(plan.components)):
+        summed.append(
+            (f"__fr_d_cnt_{j}", f"t.__fr_cnt_{j}", f"IF(__fr_a_{j} IS NULL, 0, __fr_sign)")
+        )
+        if j in plan.sum_components:
+            summed.append((f"__fr_d_sum_{j}", f"t.__fr_sum_{j}", f"__fr_sign * __fr_a_{j}"))
+    view_part += [f"{old} AS {name}" for name, old, _ in summed]
+    rows_part += [f"{signed} AS {name}" for name, _, signed in summed]
+    sums = ", ".join([*groups, *(f"sum({name}) AS {name}" for name, _, _ in summed)])
+    values = ", ".join(f"{inserts[c]} AS {q(c)}" for c in plan.view_columns)
+    return (
+        f"{replace_all(target.view)} SELECT {values} FROM ("
+        f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}), "
+        f"__fr_u AS (SELECT {', '.join(view_part)} FROM {target.view.sql} t "
+        f"UNION ALL SELECT {', '.join(rows_part)} FROM __fr_rows) "
+        f"SELECT {sums} FROM __fr_u GROUP BY {', '.join(groups)}) s "
+        "WHERE s.__fr_d_count > 0"
+    )
 
 
 def aggregate_recompute(
