@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -210,19 +211,43 @@ def average(
     return _cast(quotient, avg_decimal[0])
 
 
+class SignedTerm(NamedTuple):
+    """One hidden count or sum of an algebraic aggregate: ``delta``, its column in the
+    delta; ``hidden``, its column in the view; ``signed``, a changed row's signed value."""
+
+    delta: str
+    hidden: str
+    signed: str
+    is_sum: bool
+
+
+def signed_terms(plan: ViewPlan) -> list[SignedTerm]:
+    """The hidden counts and sums of ``plan``, each with a changed row's signed value."""
+    terms = [SignedTerm("__fr_d_count", "__fr_count", "__fr_sign", False)]
+    for j in range(len(plan.components)):
+        terms.append(SignedTerm(
+            f"__fr_d_cnt_{j}", f"__fr_cnt_{j}", f"IF(__fr_a_{j} IS NULL, 0, __fr_sign)", False
+        ))  # fmt: skip
+        if j in plan.sum_components:
+            terms.append(
+                SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", f"__fr_sign * __fr_a_{j}", True)
+            )
+    return terms
+
+
 def aggregate_signed(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: str) -> str:
     """The signed delta of an algebraic aggregate: per group, the changed rows' signed
     counts and sums added to the hidden ones; a group whose count reaches 0 is deleted."""
     types, avg_types = target.types, target.avg_types
     groups = [f"__fr_g_{i}" for i in range(len(plan.groups))]
-    parts = [*groups, "coalesce(sum(__fr_sign), 0) AS __fr_d_count"]
-    changed = ["__fr_d_count <> 0"]
-    for j in range(len(plan.components)):
-        parts.append(f"coalesce(sum(IF(__fr_a_{j} IS NULL, 0, __fr_sign)), 0) AS __fr_d_cnt_{j}")
-        changed.append(f"__fr_d_cnt_{j} <> 0")
-        if j in plan.sum_components:
-            parts.append(f"sum(__fr_sign * __fr_a_{j}) AS __fr_d_sum_{j}")
-            changed.append(f"coalesce(__fr_d_sum_{j}, 0) <> 0")
+    parts, changed = list(groups), []
+    for t in signed_terms(plan):
+        if t.is_sum:  # NULL when no row has a value
+            parts.append(f"sum({t.signed}) AS {t.delta}")
+            changed.append(f"coalesce({t.delta}, 0) <> 0")
+        else:
+            parts.append(f"coalesce(sum({t.signed}), 0) AS {t.delta}")
+            changed.append(f"{t.delta} <> 0")
     group_by = f" GROUP BY {', '.join(groups)}" if groups else ""
     source = (
         f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}), "
@@ -274,17 +299,10 @@ def _signed_overwrite(
     rows_part = [
         f"CAST({g} AS {types[c]}) AS {g}" for g, c in zip(groups, plan.group_columns, strict=True)
     ]
-    # (column, the view's value, a changed row's signed value)
-    summed = [("__fr_d_count", "t.__fr_count", "__fr_sign")]
-    for j in range(len(plan.components)):
-        summed.append(
-            (f"__fr_d_cnt_{j}", f"t.__fr_cnt_{j}", f"IF(__fr_a_{j} IS NULL, 0, __fr_sign)")
-        )
-        if j in plan.sum_components:
-            summed.append((f"__fr_d_sum_{j}", f"t.__fr_sum_{j}", f"__fr_sign * __fr_a_{j}"))
-    view_part += [f"{old} AS {name}" for name, old, _ in summed]
-    rows_part += [f"{signed} AS {name}" for name, _, signed in summed]
-    sums = ", ".join([*groups, *(f"sum({name}) AS {name}" for name, _, _ in summed)])
+    terms = signed_terms(plan)
+    view_part += [f"t.{t.hidden} AS {t.delta}" for t in terms]
+    rows_part += [f"{t.signed} AS {t.delta}" for t in terms]
+    sums = ", ".join([*groups, *(f"sum({t.delta}) AS {t.delta}" for t in terms)])
     values = ", ".join(f"{inserts[c]} AS {q(c)}" for c in plan.view_columns)
     return (
         f"{replace_all(target.view)} SELECT {values} FROM ("
