@@ -128,6 +128,9 @@ def decide(
     if final.is_file():  # the previous holder of the lock wrote it since the first look
         lock.close()
         return Decision(f"-XX:SharedArchiveFile={final} {QUIET}")
+    if refused(final).exists():  # ... or found HotSpot refusing it
+        lock.close()
+        return Decision("")
     tmp = folder / f"{key}.{os.getpid()}.tmp"
     for stale in folder.glob(f"{key}.*.tmp"):  # left by a process killed while saving
         stale.unlink(missing_ok=True)
