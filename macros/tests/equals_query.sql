@@ -1,9 +1,10 @@
 {#-
   data_tests: [fast_refresh.equals_query] on a fast_refresh model.
   The view (its user columns; hidden __fr_ columns left out) must equal its query
-  recomputed on the master snapshots its last refresh read — EXCEPT ALL both ways, so
-  duplicates count. Failing rows say which side has them ('extra' in the view,
-  'missing' from it). Independent of staleness: see fast_refresh.is_fresh for that.
+  recomputed on the master snapshots its last refresh read, as multisets, so duplicates
+  count. Failing rows say which side has them ('extra' in the view, 'missing' from it),
+  each as many times as that side has it more often. Independent of staleness: see
+  fast_refresh.is_fresh for that.
 -#}
 {% test equals_query(model) %}
   {%- if not execute -%}
@@ -16,12 +17,19 @@
       {%- endif -%}
     {%- endfor -%}
     {%- set cols = columns | join(', ') -%}
-    with stored as (select {{ cols }} from {{ model }}),
-    expected as (select {{ cols }} from ({{ adapter.fr_pinned_definition(model) }}) q),
-    extra as (select * from stored except all select * from expected),
-    missing as (select * from expected except all select * from stored)
-    select 'extra' as side, * from extra
-    union all
-    select 'missing' as side, * from missing
+    {#- Each distinct row's count in the view less its count in the query: one
+        aggregation reads each side once (EXCEPT ALL both ways read each twice). -#}
+    with counted as (
+      select {{ cols }}, sum(__fr_side) as __fr_surplus from (
+        select {{ cols }}, 1 as __fr_side from {{ model }}
+        union all
+        select {{ cols }}, -1 as __fr_side
+        from ({{ adapter.fr_pinned_definition(model) }}) q
+      ) both_sides
+      group by {{ cols }}
+      having sum(__fr_side) <> 0
+    )
+    select if(__fr_surplus > 0, 'extra', 'missing') as side, {{ cols }}
+    from counted lateral view explode(sequence(1, abs(__fr_surplus))) copies as __fr_copy
   {%- endif -%}
 {% endtest %}
