@@ -39,8 +39,8 @@ def schema(spark: Any) -> str:
             "(1, 'a', 1.5D), (1, NULL, 1.5D), (2, NULL, NULL), (3, 'c', 0.0D)",
             False,
         ),
-        # Two differences that cancel in a count but not row by row.
-        ("swapped", "(1, 'a', 1.5D), (1, 'b', 1.5D), (2, NULL, NULL), (3, 'a', 0.0D)", False),
+        # Two rows' g swapped: every column holds the same values as often, the rows differ.
+        ("swapped", "(1, 'c', 1.5D), (1, 'a', 1.5D), (2, NULL, NULL), (3, 'a', 0.0D)", False),
     ],
 )
 def test_matches_compares_multisets(
