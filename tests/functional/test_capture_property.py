@@ -312,7 +312,7 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
     ]  # fmt: skip
 
 
-@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.usefixtures("small_shuffles", "product_settings")
 def test_a_capture_of_the_same_shape_compiles_no_code_and_runs_three_jobs(spark: Any) -> None:
     """What changes from one capture to the next (snapshot ids, the first sequence, the
     stamp) reaches the statement as one map literal, which Spark hands its generated code
