@@ -48,7 +48,7 @@ SMALL_DATA = {
 
 
 @pytest.fixture(scope="session")
-def cluster_parameters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def profile_parameters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The profile's ``server_side_parameters``: ``SMALL_DATA`` for the embedded default
     and a shared catalog; on a standalone cluster, what points the session at it, with the
     product's own settings."""
@@ -92,25 +92,25 @@ def shared_catalog_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 @pytest.fixture(scope="session")
 def spark(  # type: ignore[no-untyped-def]
     spark_state_dir: Path,
-    cluster_parameters: dict[str, str],
+    profile_parameters: dict[str, str],
     shared_catalog_profile: dict[str, str],
 ):
     from dbt.adapters.fastrefresh.runtime.catalog import SharedCatalog
     from dbt.adapters.fastrefresh.runtime.embedded import start_session
 
     catalog = SharedCatalog.parse(shared_catalog_profile) if shared_catalog_profile else None
-    session = start_session(spark_state_dir, cluster_parameters, catalog)
+    session = start_session(spark_state_dir, profile_parameters, catalog)
     yield session
     if ON_CLUSTER or catalog is not None:
         session.stop()
 
 
 @pytest.fixture
-def product_settings(spark, cluster_parameters: dict[str, str]):  # type: ignore[no-untyped-def]
+def product_settings(spark, profile_parameters: dict[str, str]):  # type: ignore[no-untyped-def]
     """The product's own Spark settings for one test (generated code: Spark's default,
     which the embedded default keeps), where the test counts what they produce; the
     suite's ``SMALL_DATA`` again after it."""
-    changed = {key: value for key, value in SMALL_DATA.items() if key in cluster_parameters}
+    changed = {key: value for key, value in SMALL_DATA.items() if key in profile_parameters}
     for key in changed:
         spark.conf.unset(key)  # back to Spark's default, not the session's start value
     yield spark
@@ -122,7 +122,7 @@ def product_settings(spark, cluster_parameters: dict[str, str]):  # type: ignore
 def dbt_profile_target(
     spark,
     spark_state_dir: Path,
-    cluster_parameters: dict[str, str],
+    profile_parameters: dict[str, str],
     shared_catalog_profile: dict[str, str],
 ) -> dict[str, object]:  # type: ignore[no-untyped-def]
     """The profile of every functional test: the embedded default (or the standalone
@@ -133,5 +133,5 @@ def dbt_profile_target(
         profile["catalog"] = dict(shared_catalog_profile)
     else:
         profile["state_dir"] = str(spark_state_dir)
-    profile["server_side_parameters"] = dict(cluster_parameters)
+    profile["server_side_parameters"] = dict(profile_parameters)
     return profile
