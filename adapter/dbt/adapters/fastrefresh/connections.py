@@ -23,7 +23,7 @@ from dbt.adapters.spark.connections import (
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA
-from dbt.adapters.fastrefresh.runtime import embedded
+from dbt.adapters.fastrefresh.runtime import embedded, interpreted
 from dbt.adapters.fastrefresh.runtime.catalog import CatalogConfigError, SharedCatalog
 
 logger = AdapterLogger("fastrefresh")
@@ -185,6 +185,17 @@ _PREPARE_LOCK = threading.Lock()
 
 class FastrefreshConnectionManager(SparkConnectionManager):
     TYPE = "fastrefresh"
+
+    # Every statement holds the process's gate (``runtime/interpreted.py``): a refresh
+    # turns Spark's generated code off for its small statements only while no other
+    # thread's statement is planned or running, and holds theirs back meanwhile.
+    def add_query(self, *args: Any, **kwargs: Any) -> tuple[Connection, Any]:
+        with interpreted.GATE.statement():
+            return super().add_query(*args, **kwargs)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        with interpreted.GATE.statement():  # with a fetch: the collect runs in here too
+            return super().execute(*args, **kwargs)
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

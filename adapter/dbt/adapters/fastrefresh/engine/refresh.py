@@ -29,7 +29,7 @@ import dataclasses
 import hashlib
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -370,6 +370,7 @@ class _Refresh:
         self.run_started = env.clock()
         self.phases: dict[str, float] = {}
         self.setups: dict[TableName, Setup] = {}
+        self.masters: list[MasterState] = []
         self.on_schema_change = "ignore"
         self.upstream: tuple[Upstream, ...] = ()
         self.logs_created: list[str] = []
@@ -417,6 +418,7 @@ class _Refresh:
         self, masters: list[MasterState], *, full_refresh: bool, exists: bool
     ) -> RefreshResult:
         env = self.env
+        self.masters = masters
         plan = plan_of(env, self.sql, masters)
         record = self._record() if exists else None
         columns_hash = schema_hash(masters)
@@ -563,9 +565,11 @@ class _Refresh:
         changed = {m: s for m, s in sources.items() if m in pending}
         statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
         state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)
+        rows = rows_read([record.meta, *(m.meta for m in self.masters)], log_rows)
         commit_view(
-            self.env, self.storage, statement, state, fault="apply.after_merge", view=self.view
-        )
+            self.env, self.storage, statement, state, fault="apply.after_merge", view=self.view,
+            rows=rows,
+        )  # fmt: skip
         return log_rows, False
 
     def _apply_complete(
@@ -602,8 +606,9 @@ class _Refresh:
                 f"AS {select}"
             )
         commit_view(
-            env, self.storage, statement, state, fault="apply.after_rebuild", view=self.view
-        )
+            env, self.storage, statement, state, fault="apply.after_rebuild", view=self.view,
+            rows=rows_read(m.meta for m in self.masters),
+        )  # fmt: skip
         if in_place and record is not None and record.config != config:
             # After the data: a crash between the two leaves the old configuration, which
             # only makes the next refresh rebuild again.
@@ -639,14 +644,16 @@ class _Refresh:
 
 
 def commit_view(
-    env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str, view: TableName
-) -> None:
+    env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str,
+    view: TableName, rows: int | None = None,
+) -> None:  # fmt: skip
     """Run ``statement`` (the view's MERGE or rebuild of its ``storage`` table) with the
     view's new ``state``: in the commit's snapshot summary where the path can, else as a
     property right after (each write only while the view's lease, on a shared catalog,
-    is still this process's)."""
+    is still this process's). ``rows``: what the statement reads at most (small: it
+    runs without generated code, ``runtime/interpreted.py``)."""
     env.check_leases([f"view:{view}"])
-    with env.tables.summary({VIEW_STATE: state.to_json()}) as attached:
+    with env.tables.summary({VIEW_STATE: state.to_json()}) as attached, env.sql.small(rows):
         env.sql.execute(statement)
     faults.point(fault)
     if attached:
@@ -655,6 +662,23 @@ def commit_view(
     meta = env.tables.load(storage, fresh=False)
     stored = state.replace(snapshot=meta.current_snapshot if meta else None)
     env.tables.set_properties(storage, {VIEW_STATE: stored.to_json()})
+
+
+def rows_read(tables: Iterable[TableMeta | None], log_rows: int = 0) -> int | None:
+    """The most rows a refresh's statement reads: ``log_rows`` and every row of ``tables``
+    (the view's table, its masters), or None when a table's count is not known (the SQL
+    path reads none).
+
+    >>> m = TableMeta(TableName("s", "t"), True, "iceberg", (), 2, {}, rows=10_000)
+    >>> rows_read([m, m], 12), rows_read([m, dataclasses.replace(m, rows=None)])
+    (20012, None)
+    """
+    total = log_rows
+    for meta in tables:
+        if meta is None or meta.rows is None:
+            return None
+        total += meta.rows
+    return total
 
 
 def _range_too_large(

@@ -204,6 +204,7 @@ class JvmTables:
             current_snapshot=None if current is None else int(current.snapshotId()),
             properties={k: v for k, v in properties.items() if k.startswith("fast_refresh.")},
             identifier_fields=tuple(sorted(str(f).lower() for f in identifiers)),
+            rows=_total_records(current),
         )
 
     def _columns(self, table: Any, schema: Any) -> tuple[mt.Column, ...]:
@@ -343,6 +344,15 @@ class JvmTables:
             staged.close()
 
 
+def _total_records(snapshot: Any) -> int | None:
+    """The rows of a table at ``snapshot`` from its summary (0 without one; None: the
+    writer kept no count)."""
+    if snapshot is None:
+        return 0
+    value = snapshot.summary().get("total-records")
+    return int(value) if value is not None and str(value).isdigit() else None
+
+
 class _Staging:
     """The temporary views capture reads one master's commits from (see ``capture_reads``)."""
 
@@ -393,14 +403,18 @@ class _Staging:
             if deletes:
                 deleting.append((ordinal, info, deletes))
         sources = self._deleted_rows(deleting) if deleting else []
+        # The rows read (the whole files'; a delete's rows are not counted here).
+        rows: int | None = None if deleting else 0
         for snapshot_id, files in sorted(by_read.items()):
             groups: dict[tuple[tuple[int, int], ...], list[Any]] = {}
             for f, signs in files.values():
                 groups.setdefault(tuple(sorted(signs.items())), []).append(f)
+                if rows is not None:
+                    rows += int(f.recordCount())
             for signs_key, group in sorted(groups.items()):
                 view = self._stage(snapshot_id, group)
                 sources.append(RowSource(self._select(view), dict(signs_key), whole_files=True))
-        return CaptureReads(tuple(commits), tuple(sources))
+        return CaptureReads(tuple(commits), tuple(sources), rows)
 
     def _no_parent(self) -> FastRefreshError:
         return FastRefreshError(

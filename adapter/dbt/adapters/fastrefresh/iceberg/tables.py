@@ -58,6 +58,7 @@ class TableMeta:
     current_snapshot: int | None
     properties: Mapping[str, str]  # dbt-fastrefresh's own properties (fast_refresh.*)
     identifier_fields: tuple[str, ...] = ()
+    rows: int | None = None  # at the current snapshot (its summary); None: not known
 
 
 class History(Protocol):
@@ -195,6 +196,7 @@ class CaptureReads:
 
     commits: tuple[tuple[int, SnapshotInfo], ...]
     sources: tuple[RowSource, ...]
+    rows: int | None = None  # the rows the sources read (None: not known)
 
     @property
     def removes(self) -> bool:

@@ -195,7 +195,9 @@ def _append(
         )
         before = log.meta.current_snapshot
         env.check_leases([log_lock(log.log_table)])
-        with env.tables.summary({LOG_STATE: pending.to_json()}) as attached:
+        # Small (the files read, on the Java path): without generated code.
+        summary = env.tables.summary({LOG_STATE: pending.to_json()})
+        with summary as attached, env.sql.small(reads.rows):
             env.sql.execute(statement)
     env.upkeep_commit(log.log_table)
     faults.point("capture.after_log_append")

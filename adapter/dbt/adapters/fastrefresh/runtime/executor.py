@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.fastrefresh.runtime.interpreted import GATE, small_statements
+
 logger = AdapterLogger("fastrefresh")
 
 
@@ -47,6 +49,11 @@ class Executor(Protocol):
     def execute(self, sql: str) -> None: ...
 
     def query(self, sql: str) -> list[tuple[Any, ...]]: ...
+
+    def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
+        """The block's statements read about ``rows`` rows (None: not known): without
+        Spark's generated code when that is small (``runtime/interpreted.py``)."""
+        ...
 
 
 class AdapterExecutor:
@@ -87,8 +94,9 @@ class AdapterExecutor:
                 return self._run(sql, fetch)
         self._safe_session()
         started = time.monotonic()
-        _, cursor = self.adapter.connections.add_query(sql, auto_begin=False)
-        rows: Sequence[Any] = cursor.fetchall() if fetch else []
+        with GATE.statement():  # the fetch too: a SELECT runs in it (session method)
+            _, cursor = self.adapter.connections.add_query(sql, auto_begin=False)
+            rows: Sequence[Any] = cursor.fetchall() if fetch else []
         logger.debug(f"fast_refresh: {time.monotonic() - started:.3f}s")
         return [tuple(row) for row in rows or []]
 
@@ -97,6 +105,13 @@ class AdapterExecutor:
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return self._run(sql, fetch=True)
+
+    def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
+        """Through this process's SparkSession (method: session); a statement on a server
+        keeps the server's settings (two SET statements would cost more than they save)."""
+        connection = self.adapter.connections.get_if_exists()
+        spark = None if connection is None else _session_of(connection)
+        return small_statements(spark, rows)
 
 
 class SparkExecutor:
@@ -109,11 +124,16 @@ class SparkExecutor:
 
     def execute(self, sql: str) -> None:
         self.statements.append(sql)
-        self.spark.sql(sql).collect()
+        with GATE.statement():
+            self.spark.sql(sql).collect()
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         self.statements.append(sql)
-        return [tuple(row) for row in self.spark.sql(sql).collect()]
+        with GATE.statement():
+            return [tuple(row) for row in self.spark.sql(sql).collect()]
+
+    def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
+        return small_statements(self.spark, rows)
 
 
 def _session_of(connection: Any) -> Any:
@@ -123,4 +143,5 @@ def _session_of(connection: Any) -> Any:
         return None
     from pyspark.sql import SparkSession
 
-    return SparkSession.getActiveSession()
+    # The session dbt-spark's cursor runs on (no JVM round trip), else the thread's.
+    return SparkSession._instantiatedSession or SparkSession.getActiveSession()
