@@ -102,6 +102,8 @@ VIEWS = {
     "projection_keyed": ("SELECT k, g, x FROM {s}.m1 WHERE x > 0", (M1,)),
     "projection_hidden_key": ("SELECT g, y FROM {s}.m1 WHERE g <> 'c'", (M1,)),
     "projection_keyless": ("SELECT g, x FROM {s}.m2 WHERE x IS NULL OR x < 3", (M2,)),
+    # A key-only log: the changed keys' rows read from the master by time travel.
+    "projection_key_only_log": ("SELECT k, x FROM {s}.m3 WHERE x > 0", (M3,)),
     "aggregate_signed": (
         "SELECT g, count(*) AS c, sum(x) AS sx, avg(y) AS ay, count(x) AS cx FROM {s}.m1 "
         "GROUP BY g",
@@ -259,7 +261,8 @@ VIEWS = {
 }
 # Shapes a small copy-on-write view takes its delta for as one statement replacing it.
 OVERWRITE = (
-    "projection_keyed", "projection_keyless", "aggregate_signed", "aggregate_minmax",
+    "projection_keyed", "projection_key_only_log", "projection_keyless", "semi_outer_changed",
+    "aggregate_signed", "aggregate_minmax",
     "join_aggregate", "join_on_group", "join_hidden_keys", "outer_left", "outer_full",
     "outer_aggregate_full_global", "window_latest_row", "union_projections",
 )  # fmt: skip

@@ -70,10 +70,14 @@ FROM (
   FROM `g`.`projection_keyed` AS t
   LEFT ANTI JOIN (
     SELECT
-      *
-    FROM __fr_s
-    WHERE
-      __fr_op = 'D'
+      `k` AS `k`
+    FROM (
+      SELECT
+        `k`
+      FROM __fr_rng
+      WHERE
+        old_new__ = 'O'
+    )
   ) AS s
     ON t.`k` IS NOT DISTINCT FROM s.`k`
   UNION ALL

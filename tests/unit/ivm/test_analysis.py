@@ -339,7 +339,9 @@ def test_join_with_one_table_changed_deletes_its_changed_keys_without_reading_th
 
 def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
     """The overwrite form keeps the view's rows but the changed keys' old rows and adds the
-    new rows that pass the filter: the MERGE's effect, without its pass to find files."""
+    new rows that pass the filter: the MERGE's effect, without its pass to find files. The
+    rows to delete come from the range unsorted (every key with an old image), not from a
+    second pass over the images."""
     from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, Target, delta_statement
 
     p = plan("select order_id, amount from shop.orders where status = 'open'")
@@ -357,12 +359,19 @@ def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
     head = "INSERT INTO `shop`.`v` REPLACE WHERE TRUE SELECT `order_id`, `amount` FROM ("
     assert overwrite.startswith(head)
     kept, added = overwrite.split(" UNION ALL ")
-    assert "FROM `shop`.`v` t LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s" in kept
+    deleted = (
+        "(SELECT `order_id` AS `order_id` FROM "
+        "(SELECT `order_id` FROM __fr_rng WHERE old_new__ = 'O')) s"
+    )
+    assert f"FROM `shop`.`v` t LEFT ANTI JOIN {deleted}" in kept
     assert kept.endswith("ON t.`order_id` <=> s.`order_id`")
     assert added == "SELECT `order_id`, `amount` FROM __fr_s WHERE __fr_op = 'I')"
-    # Both read the same images with the same filter.
-    changes = merge.split(" USING (", 1)[1].split(") s ON ", 1)[0]
-    assert f"{head}WITH __fr_s AS ({changes}) " in overwrite
+    # Both read the same images with the same filter: the overwrite defines the MERGE
+    # source's CTEs, and its changes as __fr_s.
+    using = merge.split(" USING (", 1)[1].split(") s ON ", 1)[0]
+    ctes, changes = using.split(") SELECT IF(", 1)
+    assert ctes.startswith("WITH __fr_rng AS (")
+    assert f"{head}{ctes}), __fr_s AS (SELECT IF({changes}) " in overwrite
     for statement in (merge, overwrite):
         sqlglot.parse_one(statement, read="spark")
 

@@ -23,7 +23,13 @@ from collections.abc import Mapping
 from dbt.adapters.fastrefresh.ivm.analysis import Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, outer, projection, semi, union, window
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
-from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, MasterSource, Source, image_ctes
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import (
+    LogSource,
+    MasterSource,
+    Source,
+    changed_keys,
+    image_ctes,
+)
 from dbt.adapters.fastrefresh.ivm.sqlgen.join import join_merge
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -80,7 +86,7 @@ def delta_statement(
     if plan.shape is Shape.PROJECTION:
         ctes = image_ctes(plan, source)
         if plan.keyed:
-            return projection.projection_keyed(plan, target, ctes)
+            return projection.projection_keyed(plan, target, ctes, keys=changed_keys(source))
         return projection.projection_counted(plan, target, ctes)
     return aggregate.single_table(plan, target, source, pins=pins)
 

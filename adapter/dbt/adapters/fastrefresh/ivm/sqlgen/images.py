@@ -50,6 +50,23 @@ def cv_skip(columns_read: Sequence[str], log: LogSource) -> str:
     return f"(dmltype__ <> 'U' OR {touches})"
 
 
+def changed_keys(source: Source, name: str = "imgs") -> str | None:
+    """A SELECT, over the CTEs ``image_ctes(..., name)`` (net) defines, of the keys of
+    ``source`` that can have had a row before the range: on a keyed log, every key with an
+    old image in the range (any old image, not only the first: a key the range inserted
+    has no row yet, so naming it too deletes nothing); from the master, every changed key.
+    None for a key-less log. The master's key column names; one row per image, not
+    distinct."""
+    log = source.log if isinstance(source, MasterSource) else source
+    if not log.key_columns:
+        return None
+    p = "__fr_" if name == "imgs" else f"{name}_"
+    keys = ", ".join(q(k) for k in log.key_columns)
+    if isinstance(source, MasterSource):
+        return f"SELECT {keys} FROM {p}keys"
+    return f"SELECT {keys} FROM {p}rng WHERE old_new__ = 'O'"
+
+
 def image_ctes(
     plan: ViewPlan,
     source: Source,

@@ -11,11 +11,18 @@ from dbt.adapters.fastrefresh.sqltext import string
 
 
 def projection_keyed(
-    plan: ViewPlan, target: Target, ctes: Sequence[str], *, filter: str | None = None
+    plan: ViewPlan,
+    target: Target,
+    ctes: Sequence[str],
+    *,
+    filter: str | None = None,
+    keys: str | None = None,
 ) -> str:
     """A keyed projection: a changed key's old image deletes its row, its new image (when
     it passes the filter) inserts the row again. ``filter``: the view's filter with the
-    tables its subqueries read pinned (a semi-join's), instead of ``plan.filter``."""
+    tables its subqueries read pinned (a semi-join's), instead of ``plan.filter``.
+    ``keys``: the changed keys over ``ctes`` (``images.changed_keys``): the rows the
+    overwrite form deletes, read without the images' sort by key."""
     types = target.types
     alias = plan.alias
     key_exprs = {
@@ -39,9 +46,15 @@ def projection_keyed(
         f"SELECT {rows}, IF({alias}.__fr_sign = -1, 'D', 'I') AS __fr_op FROM imgs {alias} "
         f"WHERE {alias}.__fr_sign = -1 OR (TRUE{where})"
     )
-    source = f"WITH {', '.join(ctes)} {changes}"
     on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in plan.key_view_columns)
-    return delete_insert(plan, target, source, on)
+    deleted = None
+    if keys is not None:
+        names = ", ".join(
+            f"{q(k)} AS {q(vc)}"
+            for k, vc in zip(plan.key_columns, plan.key_view_columns, strict=True)
+        )
+        deleted = f"SELECT {names} FROM ({keys})"
+    return delete_insert(plan, target, changes, on, ctes=ctes, deleted=deleted)
 
 
 def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -85,26 +85,44 @@ def render(plan: ViewPlan, target: Target, merge: Merge) -> str:
     return statement
 
 
-def delete_insert(plan: ViewPlan, target: Target, source: str, on: str) -> str:
+def delete_insert(
+    plan: ViewPlan,
+    target: Target,
+    source: str,
+    on: str,
+    *,
+    ctes: Sequence[str] = (),
+    deleted: str | None = None,
+) -> str:
     """Delete the view's rows that a ``'D'`` row of ``source`` (its ``__fr_op``) matches on
     ``on`` (over ``t``, the view, and ``s``), and insert its ``'I'`` rows: a MERGE, or
     under ``target.overwrite`` the rows it leaves written whole (the view's rows no
     ``'D'`` row matches, and every ``'I'`` row: one never matches, the MERGE's match
-    needs ``'D'``)."""
+    needs ``'D'``).
+
+    ``ctes``: CTEs ``source`` reads (``WITH`` them). ``deleted``: under the overwrite, a
+    SELECT over them of the view rows to delete (``on`` matches its rows as ``s``) in
+    place of ``source``'s ``'D'`` rows: Spark computes a CTE once per reference, and a
+    second pass over ``source`` repeats all its work where the ``'D'`` side may need
+    less (a keyed projection's: a scan of the range, without the sort by key)."""
     cols = list(plan.view_columns)
+    with_ctes = f"WITH {', '.join(ctes)} " if ctes else ""
     if not target.overwrite:
         return (
-            f"MERGE INTO {target.view.sql} t USING ({source}) s ON {on} AND s.__fr_op = 'D' "
-            "WHEN MATCHED THEN DELETE "
+            f"MERGE INTO {target.view.sql} t USING ({with_ctes}{source}) s ON {on} "
+            "AND s.__fr_op = 'D' WHEN MATCHED THEN DELETE "
             f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
             f"{insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
         )
     plain = ", ".join(q(c) for c in cols)
     kept = ", ".join(f"t.{q(c)}" for c in cols)
+    if deleted is None:
+        deleted = "SELECT * FROM __fr_s WHERE __fr_op = 'D'"
+    defined = ", ".join([*ctes, f"__fr_s AS ({source})"])
     return (
-        f"{replace_all(target.view)} SELECT {plain} FROM (WITH __fr_s AS ({source}) "
+        f"{replace_all(target.view)} SELECT {plain} FROM (WITH {defined} "
         f"SELECT {kept} FROM {target.view.sql} t "
-        f"LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s ON {on} "
+        f"LEFT ANTI JOIN ({deleted}) s ON {on} "
         f"UNION ALL SELECT {plain} FROM __fr_s WHERE __fr_op = 'I')"
     )
 
