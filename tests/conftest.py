@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from dbt.adapters.fastrefresh.runtime.interpreted import CODEGEN_OFF
+
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -40,11 +42,9 @@ ON_CLUSTER = os.environ.get("FASTREFRESH_TEST_CLUSTER") == "standalone"
 # concurrency workers) run with generated code, and so does a test using
 # `product_settings` below. Measured on 2 cores, interleaved runs: the oracle's
 # deterministic test (`java-1`) alone, 124.0-125.1 s with generated code, 105.1-106.3 s
-# without.
-SMALL_DATA = {
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-}
+# without. The same settings the product turns on around a refresh's small statements
+# (`runtime/interpreted.py`); here, for the whole session.
+SMALL_DATA = dict(CODEGEN_OFF)
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,8 @@ dbt's connections run (``connections.FastrefreshConnectionManager``) and every o
 only when no other thread is in a statement, and a statement of another thread that
 starts meanwhile waits for the small one to finish (a fraction of a second, by the
 threshold). The gate protects speed, not data: interpreted and compiled plans give the
-same rows, so a statement it misses (a dbt query fetched after its ``execute`` returned)
-is only slower.
+same rows, so a statement it misses (a query whose cursor is fetched after
+``add_query`` returned, outside ``execute``) is only slower.
 """
 
 from __future__ import annotations
