@@ -135,6 +135,20 @@ def test_the_sql_path_loads_in_two_statements_and_once_inside_reading(spark: Any
     before = len(x.statements)
     assert tables.load_state(t) == dataclasses.replace(after, columns=())
     assert x.statements[before:] == ["SHOW TBLPROPERTIES `reg_reading`.`t`"]
+    # Inside ``reading`` a table's state answers the next read of its state, and a full
+    # load of it then adds its columns alone; a write through the object ends the reuse.
+    with tables.reading():
+        before = len(x.statements)
+        state = tables.load_state(t)
+        assert tables.load_state(t) == state
+        assert tables.load(t) == after and tables.load_state(t) == after
+        assert x.statements[before:] == ["SHOW TBLPROPERTIES `reg_reading`.`t`",
+                                         "DESCRIBE TABLE EXTENDED `reg_reading`.`t`"]  # fmt: skip
+        tables.set_properties(t, {"fast_refresh.probe": "2"})
+        before = len(x.statements)
+        changed = tables.load_state(t)
+        assert changed is not None and changed.properties == {"fast_refresh.probe": "2"}
+        assert x.statements[before:] == ["SHOW TBLPROPERTIES `reg_reading`.`t`"]
     assert tables.load_state(TableName("reg_reading", "absent"), fresh=True) is None
     spark.sql("CREATE TABLE reg_reading.p (k BIGINT) USING parquet")
     plain = tables.load_state(TableName("reg_reading", "p"))

@@ -659,7 +659,7 @@ def commit_view(
     if attached:
         return
     env.check_leases([f"view:{view}"])
-    meta = env.tables.load(storage, fresh=False)
+    meta = env.tables.load_state(storage)
     stored = state.replace(snapshot=meta.current_snapshot if meta else None)
     env.tables.set_properties(storage, {VIEW_STATE: stored.to_json()})
 

@@ -73,15 +73,19 @@ class SqlTables:
     def __init__(self, x: Executor, state_keys: Sequence[str] = ()) -> None:
         self.x = x
         self.state_keys = tuple(state_keys)
-        # Inside ``reading``: each table's first answer (two or three statements a load).
+        # Inside ``reading``: each table's first answer (two or three statements a load),
+        # and the properties of each Iceberg table read by ``load_state`` (a later ``load``
+        # of it then adds its columns alone).
         self._memo: dict[TableName, TableMeta | None] | None = None
+        self._properties: dict[TableName, dict[str, str]] = {}
         self._histories: dict[TableName, _SqlHistory] = {}
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
-        """Inside the block each table is loaded, and its history read, once: for a phase
-        that only reads, where one log or view is read for each of its users (publishing
-        the registry's rows). A write through this object ends the reuse."""
+        """Inside the block each table is loaded, its state read and its history read,
+        once (a load after a state read adds the columns alone): for a phase that only
+        reads, where one log or view is read for each of its users (publishing the
+        registry's rows). A write through this object ends the reuse."""
         if self._memo is not None:  # nested: the outer block's reuse holds
             yield
             return
@@ -90,11 +94,13 @@ class SqlTables:
             yield
         finally:
             self._memo = None
+            self._properties.clear()
             self._histories.clear()
 
     def _forget(self) -> None:
         if self._memo is not None:
             self._memo.clear()
+            self._properties.clear()
             self._histories.clear()
 
     def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
@@ -108,6 +114,8 @@ class SqlTables:
         """``load`` without the columns (``SHOW TBLPROPERTIES`` alone, no ``DESCRIBE``)."""
         if self._memo is not None and name in self._memo:
             return self._memo[name]
+        if self._memo is not None and name in self._properties:
+            return _iceberg_meta(name, (), self._properties[name])
         try:
             if fresh:
                 self.x.execute(f"REFRESH TABLE {name.sql}")
@@ -120,9 +128,12 @@ class SqlTables:
         if not properties.get("format", "").lower().startswith("iceberg"):
             # Not an Iceberg table (or a view): its kind and columns take the full load.
             return self.load(name, fresh=False)
+        if self._memo is not None:
+            self._properties[name] = properties
         return _iceberg_meta(name, (), properties)
 
     def _load(self, name: TableName, *, fresh: bool) -> TableMeta | None:
+        known = self._properties.get(name) if self._memo is not None else None
         described = mt.describe(self.x, name)
         if described is None:
             return None
@@ -136,6 +147,8 @@ class SqlTables:
         )
         if not iceberg:
             return TableMeta(name, False, provider, tuple(columns), None, {})
+        if known is not None:  # read in this ``reading`` block: its columns were missing
+            return _iceberg_meta(name, tuple(columns), known)
         if fresh:
             # Another writer may have committed since this session cached the table.
             self.x.execute(f"REFRESH TABLE {name.sql}")

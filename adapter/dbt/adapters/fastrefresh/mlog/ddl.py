@@ -121,7 +121,7 @@ def record_state(env: Env, log: LoadedLog, state: LogState, *, current: bool = F
     ``log.meta`` was loaded under the log's lock since the last write to it, so it is not
     loaded again."""
     env.check_leases([log_lock(log.log_table)])
-    meta = log.meta if current else env.tables.load(log.log_table, fresh=False)
+    meta = log.meta if current else env.tables.load_state(log.log_table)
     anchor = meta.current_snapshot if meta else None
     stored = state.replace(snapshot=anchor, sequence_base=None)
     env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})
@@ -143,7 +143,7 @@ def commit_with_state(
     env.upkeep_commit(log.log_table)
     if attached:
         return
-    current = env.tables.load(log.log_table, fresh=False)
+    current = env.tables.load_state(log.log_table)
     stored = state.replace(snapshot=current.current_snapshot if current else None)
     env.tables.set_properties(log.log_table, {LOG_STATE: stored.to_json()})
 
