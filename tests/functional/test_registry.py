@@ -18,7 +18,7 @@ from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import env_for, keyed_master_with_log, matches
+from tests.functional.sites import SHARED, env_for, keyed_master_with_log, matches
 
 # Release 0.1's registry tables (registry version 1), as it created them.
 V1 = {
@@ -153,6 +153,38 @@ def test_the_sql_path_loads_in_two_statements_and_once_inside_reading(spark: Any
     spark.sql("CREATE TABLE reg_reading.p (k BIGINT) USING parquet")
     plain = tables.load_state(TableName("reg_reading", "p"))
     assert plain is not None and not plain.iceberg and plain.provider == "parquet"
+
+
+def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> None:
+    """A refresh whose log holds every change of its master already (none, or captured by
+    another view's refresh) takes the log as it first read it: no second load under the
+    log's lock. SQL path, where each load is statements (a shared catalog reads it again,
+    fresh, by design)."""
+    schema = "reg_log_once"
+    env = keyed_master_with_log(spark, schema, rows=10, groups=3, path="sql")
+    log = f"DESCRIBE TABLE EXTENDED `{schema}`.`mlog__m`"
+    views = {
+        TableName(schema, "v"): f"SELECT g, count(*) AS n FROM {schema}.m GROUP BY g",
+        TableName(schema, "w"): f"SELECT k, x FROM {schema}.m WHERE g = 1",
+    }
+    for view, sql in views.items():
+        refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    expected = 2 if SHARED else 1
+    statements = env.sql.statements  # type: ignore[attr-defined]
+    for step in ("no change", "captured by v"):
+        if step == "captured by v":
+            spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k IN (1, 4)")
+            result = refresh.refresh_view(
+                env, view=TableName(schema, "v"), sql=views[TableName(schema, "v")],
+                method="force", exists=True,
+            )  # fmt: skip
+            assert result.log_rows == 4, result  # captured here: old and new image of each
+        w = TableName(schema, "w")
+        before = len(statements)
+        result = refresh.refresh_view(env, view=w, sql=views[w], method="force", exists=True)
+        assert result.refresh_type == "FAST", (step, result.reason)
+        assert statements[before:].count(log) == expected, (step, statements[before:])
+        assert matches(spark, w, views[w]), step
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])

@@ -500,7 +500,9 @@ class _Refresh:
             # capture: the view is rebuilt without it (decide) and does not register on it.
             if m.log is not None and log_mismatch(m.log, m.meta) is None:
                 position = positions.get(str(m.log.log_table))
-                self.setups[m.name] = setup(self.env, m.meta, self.view, position, last_refresh)
+                self.setups[m.name] = setup(
+                    self.env, m.meta, self.view, position, last_refresh, log=m.log
+                )
         captured = sum(s.capture.seconds for s in self.setups.values())
         self.phases["capture"] = captured
         self._phase("setup", since)

@@ -138,14 +138,23 @@ def setup(
     mview: TableName,
     position: Position | None,
     last_refresh: dt.datetime | None = None,
+    *,
+    log: LoadedLog | None = None,
 ) -> Setup:
     """Choose the refresh time, mark and capture, under the log's lock (on a shared
-    catalog, its lease: taken only when there is something to write)."""
+    catalog, its lease), taken only when there is something to write.
+
+    ``log``: the log as the caller read it after ``master`` (on a shared catalog it is
+    read again here). A log with nothing to write for ``master`` is taken as read: the
+    view reads its rows up to the last sequence as read, which later writes leave as
+    they are: appends go after them, a stamp goes on unmarked rows only (it has none),
+    and the wrap-up's purge takes only rows every view on the log has consumed
+    (``purge_log`` told to purge more can meet a refresh in flight after its setup,
+    with or without this lock)."""
     name = master.name
-    if env.shared_catalog:
-        log = load_log(env, name)
-        if log is not None and not _writes(log, master):
-            return _setup_of(env, log, master, mview, position=position, last_refresh=last_refresh)
+    read = load_log(env, name) if env.shared_catalog else log
+    if read is not None and not _writes(read, master):
+        return _setup_of(env, read, master, mview, position=position, last_refresh=last_refresh)
     with env.holding([log_lock(log_table_for(name))], purpose=f"setup of {mview}"):
         if env.shared_catalog:
             # Another process may have captured commits newer than the master as read
