@@ -169,22 +169,21 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
     }
     for view, sql in views.items():
         refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
-    expected = 2 if SHARED else 1
+    v, w = views
     statements = env.sql.statements  # type: ignore[attr-defined]
-    for step in ("no change", "captured by v"):
-        if step == "captured by v":
-            spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k IN (1, 4)")
-            result = refresh.refresh_view(
-                env, view=TableName(schema, "v"), sql=views[TableName(schema, "v")],
-                method="force", exists=True,
-            )  # fmt: skip
-            assert result.log_rows == 4, result  # captured here: old and new image of each
-        w = TableName(schema, "w")
+
+    def refresh_w_reading_the_log_once(step: str) -> None:
         before = len(statements)
         result = refresh.refresh_view(env, view=w, sql=views[w], method="force", exists=True)
         assert result.refresh_type == "FAST", (step, result.reason)
-        assert statements[before:].count(log) == expected, (step, statements[before:])
+        assert statements[before:].count(log) == (2 if SHARED else 1), (step, statements[before:])
         assert matches(spark, w, views[w]), step
+
+    refresh_w_reading_the_log_once("no change")
+    spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k IN (1, 4)")
+    result = refresh.refresh_view(env, view=v, sql=views[v], method="force", exists=True)
+    assert result.log_rows == 4, result  # captured here: old and new image of each
+    refresh_w_reading_the_log_once("captured by v")
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])

@@ -93,9 +93,8 @@ class SqlTables:
         try:
             yield
         finally:
+            self._forget()
             self._memo = None
-            self._properties.clear()
-            self._histories.clear()
 
     def _forget(self) -> None:
         if self._memo is not None:
