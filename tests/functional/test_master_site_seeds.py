@@ -310,6 +310,46 @@ def test_purge_log_mview_from_log_and_unregister(site: Site) -> None:
     assert site.last.reason is not None and site.last.reason.code is ReasonCode.NOT_REGISTERED
 
 
+def test_purge_log_during_a_refresh_takes_nothing_from_it(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``purge_log`` may run while a view refreshes (another thread or dbt process): past
+    the refresh's setup, before its delta reads the log. It deletes the rows that view
+    still needs and dooms it, but the refresh then commits its new place over the doom.
+    The refresh reads the log as its setup left it, so the view it commits holds those
+    rows, and its next refresh stays fast."""
+    site.sql(f"CREATE TABLE {site.schema}.d (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {site.schema}.d SET IDENTIFIER FIELDS id")
+    master = f"{site.schema}.d"
+    site.create_log("d")
+    for view in ("early", "late"):
+        site.refresh("d", view)
+    site.sql(f"INSERT INTO {master} VALUES (1, 1), (2, 2)")
+    site.sql(f"UPDATE {master} SET v = 20 WHERE id = 2")
+    site.refresh("d", "early")  # captures; "late" still needs the rows
+    assert len(site.stamps("d")) == 4  # an update logs its old and new images
+
+    messages = []
+    original = refresh.setup
+
+    def setup_then_purge(env: Any, *args: Any, **kwargs: Any) -> consumers.Setup:
+        done = original(env, *args, **kwargs)
+        if done.mview == site.t("late") and not messages:
+            messages.append(admin.purge_log(site.env, master, 1, "delete"))
+        return done
+
+    monkeypatch.setattr(refresh, "setup", setup_then_purge)
+    site.refresh("d", "late", method="fast")  # matches its query (Site.refresh checks)
+    assert messages and messages[0].endswith(f"needing a complete refresh: {site.schema}.late")
+    assert "deleted 4 row(s)" in messages[0]
+    assert site.stamps("d") == []
+    monkeypatch.undo()
+
+    site.sql(f"INSERT INTO {master} VALUES (3, 3)")
+    site.refresh("d", "late", method="fast")  # it consumed every purged row: still fast
+    site.refresh("d", "early", method="fast")
+
+
 def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:
     site.sql(f"CREATE TABLE {site.schema}.p (id INT) USING parquet")
     site.sql(f"CREATE TABLE {site.schema}.i (id INT, m MAP<STRING, INT>) USING iceberg")

@@ -61,6 +61,7 @@ LOGS = {
 }
 PINS = {M1: 21, M2: 22, M3: 23}
 OLD_PINS = {M1: 11, M2: 12, M3: 13}
+LOG_PINS = {M1: 31, M2: 32, M3: 33}  # the log snapshots the refresh's setup left
 
 
 def log_source(master: TableName) -> sqlgen.LogSource:
@@ -68,7 +69,7 @@ def log_source(master: TableName) -> sqlgen.LogSource:
     logged = ("k",) if master == M3 else names
     return sqlgen.LogSource(
         TableName(S, f"mlog__{master.table}"), "capture__ > 4 AND capture__ <= 7",
-        LOGS[master], names, logged,
+        LOGS[master], names, logged, LOG_PINS[master],
     )  # fmt: skip
 
 

@@ -7,7 +7,7 @@ USING (
       `x`,
       `y`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

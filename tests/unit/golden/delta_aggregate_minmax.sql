@@ -8,7 +8,7 @@ USING (
       `y`,
       old_new__,
       sequence__
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

@@ -5,7 +5,7 @@ USING (
       `k`,
       `y`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -22,7 +22,7 @@ USING (
   ), __fr_img1_keys AS (
     SELECT DISTINCT
       `k`
-    FROM `g`.`mlog__m3`
+    FROM `g`.`mlog__m3` VERSION AS OF 33
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

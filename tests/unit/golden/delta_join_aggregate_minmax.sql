@@ -6,7 +6,7 @@ USING (
       `g`,
       old_new__,
       sequence__
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -45,7 +45,7 @@ USING (
   ), __fr_img1_keys AS (
     SELECT DISTINCT
       `k`
-    FROM `g`.`mlog__m3`
+    FROM `g`.`mlog__m3` VERSION AS OF 33
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

@@ -6,7 +6,7 @@ USING (
       `g`,
       `x`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -24,7 +24,7 @@ USING (
     SELECT
       `g`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m2`
+    FROM `g`.`mlog__m2` VERSION AS OF 32
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

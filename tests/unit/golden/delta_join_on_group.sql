@@ -4,7 +4,7 @@ USING (
     SELECT DISTINCT
       `k`,
       TRUE AS __fr_hit
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -24,7 +24,7 @@ USING (
       `x`,
       old_new__,
       sequence__
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -65,7 +65,7 @@ USING (
     SELECT DISTINCT
       `k`,
       TRUE AS __fr_hit
-    FROM `g`.`mlog__m3`
+    FROM `g`.`mlog__m3` VERSION AS OF 33
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

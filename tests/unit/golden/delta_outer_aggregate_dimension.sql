@@ -3,7 +3,7 @@ USING (
   WITH __fr_gown_keys AS (
     SELECT DISTINCT
       `k`
-    FROM `g`.`mlog__m3`
+    FROM `g`.`mlog__m3` VERSION AS OF 33
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -46,7 +46,7 @@ USING (
       `x`,
       old_new__,
       sequence__
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

@@ -7,7 +7,7 @@ USING (
       `x`,
       old_new__,
       sequence__
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

@@ -6,7 +6,7 @@ USING (
       `g`,
       `x`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -51,7 +51,7 @@ USING (
       `k`,
       `g`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

@@ -6,7 +6,7 @@ USING (
       `g`,
       `x`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m1`
+    FROM `g`.`mlog__m1` VERSION AS OF 31
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -46,7 +46,7 @@ USING (
       `g`,
       `x`,
       IF(old_new__ = 'N', 1, -1) AS __fr_sign
-    FROM `g`.`mlog__m2`
+    FROM `g`.`mlog__m2` VERSION AS OF 32
     WHERE
       (
         capture__ > 4 AND capture__ <= 7
@@ -84,7 +84,7 @@ USING (
   ), __fr_u2_0_keys AS (
     SELECT DISTINCT
       `k`
-    FROM `g`.`mlog__m3`
+    FROM `g`.`mlog__m3` VERSION AS OF 33
     WHERE
       (
         capture__ > 4 AND capture__ <= 7

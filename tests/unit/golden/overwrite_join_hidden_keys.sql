@@ -2,7 +2,7 @@ WITH __fr_ck0 AS (
   SELECT DISTINCT
     `k`,
     TRUE AS __fr_hit
-  FROM `g`.`mlog__m1`
+  FROM `g`.`mlog__m1` VERSION AS OF 31
   WHERE
     (
       capture__ > 4 AND capture__ <= 7
@@ -21,7 +21,7 @@ WITH __fr_ck0 AS (
     `g`,
     old_new__,
     sequence__
-  FROM `g`.`mlog__m1`
+  FROM `g`.`mlog__m1` VERSION AS OF 31
   WHERE
     (
       capture__ > 4 AND capture__ <= 7
@@ -61,7 +61,7 @@ WITH __fr_ck0 AS (
   SELECT DISTINCT
     `k`,
     TRUE AS __fr_hit
-  FROM `g`.`mlog__m3`
+  FROM `g`.`mlog__m3` VERSION AS OF 33
   WHERE
     (
       capture__ > 4 AND capture__ <= 7

@@ -4,7 +4,7 @@ WITH __fr_own0_rng AS (
     `g`,
     old_new__,
     sequence__
-  FROM `g`.`mlog__m1`
+  FROM `g`.`mlog__m1` VERSION AS OF 31
   WHERE
     (
       capture__ > 4 AND capture__ <= 7
@@ -43,7 +43,7 @@ WITH __fr_own0_rng AS (
 ), __fr_oth0_keys AS (
   SELECT DISTINCT
     `k`
-  FROM `g`.`mlog__m3`
+  FROM `g`.`mlog__m3` VERSION AS OF 33
   WHERE
     (
       capture__ > 4 AND capture__ <= 7
@@ -99,7 +99,7 @@ WITH __fr_own0_rng AS (
 ), __fr_own1_keys AS (
   SELECT DISTINCT
     `k`
-  FROM `g`.`mlog__m3`
+  FROM `g`.`mlog__m3` VERSION AS OF 33
   WHERE
     (
       capture__ > 4 AND capture__ <= 7
@@ -144,7 +144,7 @@ WITH __fr_own0_rng AS (
     `g`,
     old_new__,
     sequence__
-  FROM `g`.`mlog__m1`
+  FROM `g`.`mlog__m1` VERSION AS OF 31
   WHERE
     (
       capture__ > 4 AND capture__ <= 7

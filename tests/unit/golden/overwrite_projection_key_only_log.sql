@@ -1,7 +1,7 @@
 WITH __fr_keys AS (
   SELECT DISTINCT
     `k`
-  FROM `g`.`mlog__m3`
+  FROM `g`.`mlog__m3` VERSION AS OF 33
   WHERE
     (
       capture__ > 4 AND capture__ <= 7

@@ -3,7 +3,7 @@ WITH imgs AS (
     `g`,
     `x`,
     IF(old_new__ = 'N', 1, -1) AS __fr_sign
-  FROM `g`.`mlog__m2`
+  FROM `g`.`mlog__m2` VERSION AS OF 32
   WHERE
     (
       capture__ > 4 AND capture__ <= 7

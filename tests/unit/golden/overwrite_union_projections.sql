@@ -4,7 +4,7 @@ WITH __fr_u0_0 AS (
     `g`,
     `x`,
     IF(old_new__ = 'N', 1, -1) AS __fr_sign
-  FROM `g`.`mlog__m1`
+  FROM `g`.`mlog__m1` VERSION AS OF 31
   WHERE
     (
       capture__ > 4 AND capture__ <= 7
@@ -44,7 +44,7 @@ WITH __fr_u0_0 AS (
     `g`,
     `x`,
     IF(old_new__ = 'N', 1, -1) AS __fr_sign
-  FROM `g`.`mlog__m2`
+  FROM `g`.`mlog__m2` VERSION AS OF 32
   WHERE
     (
       capture__ > 4 AND capture__ <= 7
@@ -82,7 +82,7 @@ WITH __fr_u0_0 AS (
 ), __fr_u2_0_keys AS (
   SELECT DISTINCT
     `k`
-  FROM `g`.`mlog__m3`
+  FROM `g`.`mlog__m3` VERSION AS OF 33
   WHERE
     (
       capture__ > 4 AND capture__ <= 7

@@ -412,10 +412,15 @@ class _Refresh:
         # From its setup to its wrap-up, the logs this refresh works on are not dropped by
         # this process's other threads (drop_mview_log refuses them).
         with self.env.runtime.using(str(log) for log in logs):
-            return self._run(masters, full_refresh=full_refresh, exists=exists)
+            return self._run(masters, logs, full_refresh=full_refresh, exists=exists)
 
     def _run(
-        self, masters: list[MasterState], *, full_refresh: bool, exists: bool
+        self,
+        masters: list[MasterState],
+        logs: list[TableName],
+        *,
+        full_refresh: bool,
+        exists: bool,
     ) -> RefreshResult:
         env = self.env
         self.masters = masters
@@ -428,40 +433,30 @@ class _Refresh:
         )  # fmt: skip
         if reason is not None and reason.code in NEEDS_COMPILE and record is not None:
             reason = self._schema_change(reason, record, plan)
-        self._setup(masters, record, since=self._phase("analyze", self.started))
-        pins = {
-            m.name: self.setups[m.name].master_snapshot if m.name in self.setups
-            else m.meta.current_snapshot
-            for m in masters
-        }  # fmt: skip
-        previous = dict(record.state.master_snapshots) if record and record.state else {}
-        sources: dict[TableName, sqlgen.Source] = {}
-        if reason is None:
-            reason = next((s.problem for s in self.setups.values() if s.problem), None)
-        if reason is None:
-            reason = _plan_sources(plan, masters, self.setups, previous, sources)
-        if reason is None:
-            reason = _history_gone(env, plan, self.setups, sources, pins=pins, previous=previous)
-        if reason is None and self.method is RefreshMethod.FORCE:
-            reason = _range_too_large(env, self.setups, pins)
-        if reason is not None and not reason.expected and self.method is RefreshMethod.FAST:
-            self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
-            names = {"master": _master_named(reason, masters)}
-            raise FastRefreshError(
-                f"Fast refresh of {self.view} is not possible: {reason}. "
-                f"Fix: {reason.fix(**names)}."
+        # The delta reads each log at the snapshot its setup read or wrote: from the setup
+        # to the delta's end, this process does not expire the logs' snapshots.
+        with upkeep.reading(env.runtime, logs):
+            self._setup(masters, record, since=self._phase("analyze", self.started))
+            pins = {
+                m.name: self.setups[m.name].master_snapshot if m.name in self.setups
+                else m.meta.current_snapshot
+                for m in masters
+            }  # fmt: skip
+            previous = dict(record.state.master_snapshots) if record and record.state else {}
+            sources: dict[TableName, sqlgen.Source] = {}
+            reason = self._final_reason(
+                reason, plan, masters, sources=sources, pins=pins, previous=previous
             )
-        mark = time.monotonic()
-        try:
-            with upkeep.reading(env.runtime, [s.log.log_table for s in self.setups.values()]):
+            mark = time.monotonic()
+            try:
                 self._apply(
                     reason, plan, record, pins=pins, previous=previous, sources=sources,
                     columns_hash=columns_hash,
                 )  # fmt: skip
-            log_rows, noop = self._outcome
-        except Exception as exc:
-            self._journal(_type_of(reason), reason, 0, "FAILED", str(exc))
-            raise
+                log_rows, noop = self._outcome
+            except Exception as exc:
+                self._journal(_type_of(reason), reason, 0, "FAILED", str(exc))
+                raise
         mark = self._phase("apply", mark)
         self._ensure_view(record if reason is None else None)
         if not noop:
@@ -472,6 +467,39 @@ class _Refresh:
         self.phases["total"] = seconds
         self._journal(refresh_type, reason, log_rows, "SUCCESS", None, moved=not noop)
         return RefreshResult(self.view, refresh_type, reason, log_rows, seconds, self.phases, noop)
+
+    def _final_reason(
+        self,
+        reason: Reason | None,
+        plan: ViewPlan,
+        masters: list[MasterState],
+        *,
+        sources: dict[TableName, sqlgen.Source],
+        pins: Mapping[TableName, int | None],
+        previous: Mapping[str, int],
+    ) -> Reason | None:
+        """Why this refresh is complete: ``reason`` (the view's own), else why the set-up
+        logs cannot give it a fast refresh (None: they can; then ``sources`` holds where
+        each master's changes come from). A reason the view's method does not accept fails
+        the refresh, naming its fix."""
+        if reason is None:
+            reason = next((s.problem for s in self.setups.values() if s.problem), None)
+        if reason is None:
+            reason = _plan_sources(plan, masters, self.setups, previous, sources)
+        if reason is None:
+            reason = _history_gone(
+                self.env, plan, self.setups, sources, pins=pins, previous=previous
+            )
+        if reason is None and self.method is RefreshMethod.FORCE:
+            reason = _range_too_large(self.env, self.setups, pins)
+        if reason is not None and not reason.expected and self.method is RefreshMethod.FAST:
+            self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
+            names = {"master": _master_named(reason, masters)}
+            raise FastRefreshError(
+                f"Fast refresh of {self.view} is not possible: {reason}. "
+                f"Fix: {reason.fix(**names)}."
+            )
+        return reason
 
     def _record(self) -> ViewRecord | None:
         """The view's record; a view built by dbt-fastrefresh 0.1 is moved to its storage
@@ -731,6 +759,7 @@ def _plan_sources(
             () if config.keyless else config.key_columns,
             config.master_columns,
             config.columns,
+            done.log_snapshot,
         )
         read = set(plan.columns_read_of(m.name))
         if plan.shape is Shape.JOIN or read <= set(config.columns):

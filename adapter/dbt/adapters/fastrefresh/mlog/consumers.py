@@ -87,6 +87,13 @@ class Setup:
     def epoch(self) -> str:
         return self.log.state.epoch_id(self.log.config)
 
+    @property
+    def log_snapshot(self) -> int | None:
+        """The log's snapshot the view reads its range at: the one the setup read, or its
+        own last write to the log. Every row of the range is in it, and a purge after the
+        setup (``purge_log`` may doom a view meanwhile) changes nothing in it."""
+        return self.log.meta.current_snapshot
+
     def range_predicate(self) -> str:
         """The SQL predicate of the view's rows in this log: whole captures (partitions),
         since every place a view reaches ends a capture."""
@@ -148,9 +155,9 @@ def setup(
     read again here). A log with nothing to write for ``master`` is taken as read: the
     view reads its rows up to the last sequence as read, which later writes leave as
     they are: appends go after them, a stamp goes on unmarked rows only (it has none),
-    and the wrap-up's purge takes only rows every view on the log has consumed
-    (``purge_log`` told to purge more can meet a refresh in flight after its setup,
-    with or without this lock)."""
+    and the wrap-up's purge takes only rows every view on the log has consumed.
+    ``purge_log`` may take more, with or without this lock held here: the view reads the
+    log at ``Setup.log_snapshot``, which still holds those rows."""
     name = master.name
     read = load_log(env, name) if env.shared_catalog else log
     if read is not None and not _writes(read, master):

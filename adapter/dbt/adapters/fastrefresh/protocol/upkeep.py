@@ -9,10 +9,12 @@ So each of those tables counts the commits this process makes to it, and every `
 commits expires its snapshots older than ``MIN_AGE``, always keeping the last
 ``KEEP_LAST`` — and so the newest snapshot, whose summary holds a log's state. Nothing of
 dbt-fastrefresh reads its own tables at an old snapshot, with one exception: a refresh's
-delta statement reads its logs for as long as it runs, at the snapshot current when it
-started, and a purge may replace that snapshot's files meanwhile. A log is therefore not
-expired while a refresh of this process is reading it (``reading``); the expiry waits for
-the next commit after. The views (the users' tables) and the masters keep their history:
+delta statement reads its logs at the snapshots its setup read or wrote (a purge meanwhile
+then takes no row from it), and a purge may replace those snapshots' files meanwhile. A
+log is therefore not expired while a refresh of this process is between its setup and the
+end of its delta (``reading``); the expiry waits for the next commit after. Another
+process's expiry keeps the last ``KEEP_LAST`` snapshots and those younger than
+``MIN_AGE``: a read of an expired one fails loudly, it never reads a row short. The views (the users' tables) and the masters keep their history:
 expiring those is the owner's decision (see docs/fast-refresh.md).
 
 The expiry runs under the table's lock, which every writer of the table holds. It is

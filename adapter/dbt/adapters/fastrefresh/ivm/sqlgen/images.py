@@ -26,6 +26,16 @@ class LogSource:
     key_columns: tuple[str, ...]  # empty for a key-less log
     master_columns: tuple[str, ...]  # all master columns at log creation (vector positions)
     logged: tuple[str, ...] = ()  # the master columns the log holds (key included)
+    # The log's snapshot the range is read at: the one its refresh's setup read or wrote
+    # (None: the current one). A purge after the setup then takes none of the range's rows.
+    snapshot: int | None = None
+
+    @property
+    def relation(self) -> str:
+        """The log as the delta reads it: at ``snapshot`` when it is known."""
+        if self.snapshot is None:
+            return self.log_table.sql
+        return f"{self.log_table.sql} VERSION AS OF {self.snapshot}"
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ def image_ctes(
         m = source.master.sql
         msel = ", ".join(f"m.{q(c)}" for c in cols)
         return [
-            f"{p}keys AS (SELECT DISTINCT {keys} FROM {log.log_table.sql} WHERE {where})",
+            f"{p}keys AS (SELECT DISTINCT {keys} FROM {log.relation} WHERE {where})",
             f"{p}old AS (SELECT {msel}, -1 AS __fr_sign FROM {m} VERSION AS OF {source.old_snapshot} m "
             f"LEFT SEMI JOIN {p}keys c ON {on})",
             f"{p}new AS (SELECT {msel}, 1 AS __fr_sign FROM {m} VERSION AS OF {source.new_snapshot} m "
@@ -109,11 +119,11 @@ def image_ctes(
         images = "" if not log.key_columns else " AND old_new__ <> 'U'"
         return [
             f"{name} AS (SELECT {sel}, IF(old_new__ = 'N', 1, -1) AS __fr_sign "
-            f"FROM {log.log_table.sql} WHERE {where}{images})"
+            f"FROM {log.relation} WHERE {where}{images})"
         ]
     part = ", ".join(q(k) for k in log.key_columns)
     return [
-        f"{p}rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.log_table.sql} WHERE {where})",
+        f"{p}rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.relation} WHERE {where})",
         # Net change per key: its first old image and its last new image. One window
         # (one sort) and one pass; a UNION ALL of two passes would read the log twice.
         f"{p}ranked AS (SELECT *, "

@@ -63,7 +63,7 @@ def _changed_keys(plan: ViewPlan, sources: Mapping[TableName, LogSource]) -> _Ke
         keys = ", ".join(q(k) for k in log.key_columns)
         found.cte[master] = f"__fr_ck{m}"
         found.ctes.append(
-            f"__fr_ck{m} AS (SELECT DISTINCT {keys}, TRUE AS __fr_hit FROM {log.log_table.sql} "
+            f"__fr_ck{m} AS (SELECT DISTINCT {keys}, TRUE AS __fr_hit FROM {log.relation} "
             f"WHERE ({log.range_predicate}) AND {cv_skip(read, log)})"
         )
         if set(read) <= set(log.logged):
