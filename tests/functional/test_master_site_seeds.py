@@ -8,6 +8,8 @@ purge synchronously here, as Oracle does by default.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import itertools
 import re
@@ -23,6 +25,8 @@ from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.mlog.consumers import read_view_state
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
 from dbt.adapters.fastrefresh.registry import store as registry
+from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.runtime.process import Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import PATHS, SHARED, env_for, matches
 
@@ -348,6 +352,46 @@ def test_purge_log_during_a_refresh_takes_nothing_from_it(
     site.sql(f"INSERT INTO {master} VALUES (3, 3)")
     site.refresh("d", "late", method="fast")  # it consumed every purged row: still fast
     site.refresh("d", "early", method="fast")
+
+
+@pytest.mark.parametrize("point", ["purge.after_announce", "purge.after_delete"])
+@pytest.mark.parametrize("operation", ["purge_log", "purge_mview_from_log"])
+def test_an_admin_purge_killed_midway_still_tells_the_view(
+    site: Site, operation: str, point: str
+) -> None:
+    """``purge_log`` and ``purge_mview_from_log`` delete rows a view has not consumed and
+    tell it so in the log's state (purged past it; its claim dropped). Killed between its
+    writes (the SQL path records the state before the delete and again after it; the Java
+    path writes it with the delete, and reaches neither point but the delete's), the view
+    must still learn that its rows are gone: its next refresh is complete and equals its
+    query, and the rows left behind go with a later purge."""
+    site.sql(f"CREATE TABLE {site.schema}.c (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {site.schema}.c SET IDENTIFIER FIELDS id")
+    master = f"{site.schema}.c"
+    site.create_log("c")
+    for view in ("old", "new"):
+        site.refresh("c", view)
+    site.sql(f"INSERT INTO {master} VALUES (1, 1), (2, 2)")
+    site.refresh("c", "new")  # captures; "old" still needs both rows
+    reached = point == "purge.after_delete" or site.env.tables.kind != "java"
+    with contextlib.ExitStack() as stack:
+        if reached:
+            stack.enter_context(pytest.raises(faults.Crash))
+        stack.enter_context(faults.crash_at(point))
+        if operation == "purge_log":
+            admin.purge_log(site.env, master, 1, "delete")
+        else:
+            admin.purge_mview_from_log(site.env, f"{site.schema}.old")
+    # A new process: nothing the killed one held in memory survives.
+    site.env = dataclasses.replace(site.env, runtime=Runtime())
+    site.refresh("c", "old")  # equals its query (Site.refresh checks)
+    assert site.last.refresh_type == "COMPLETE", str(site.last.reason)
+    site.sql(f"INSERT INTO {master} VALUES (3, 3)")
+    for view in ("old", "new"):
+        site.refresh("c", view, method="fast")
+    # Every row both views consumed is gone, those the killed purge left behind included.
+    consumers.purge(site.env, site.t("c"))
+    assert site.stamps("c") == []
 
 
 def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:

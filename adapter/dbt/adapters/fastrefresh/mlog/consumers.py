@@ -347,8 +347,16 @@ def plan_purge(
 
 def execute_purge(env: Env, log: LoadedLog, plan: PurgePlan) -> None:
     """Delete the rows of ``plan`` and record the log's state with them (caller holds the
-    log's lock): whole files in one metadata-only commit where they line up, else by rows."""
+    log's lock): whole files in one metadata-only commit where they line up, else by rows.
+
+    A plan that dooms views (``purge_log``) deletes rows they have not consumed, which only
+    the new state tells them. The SQL path records a state after its delete, not in it:
+    there the state goes first as well, so that a kill between the two leaves those rows
+    announced as purged (the views refresh completely), never gone unannounced."""
     env.check_leases([log_lock(log.log_table)])
+    if plan.doomed and env.tables.kind != "java":
+        log = record_state(env, log, plan.state)
+        faults.point("purge.after_announce")
     summary = {LOG_STATE: plan.state.to_json()}
     dropped = env.tables.delete_through(log.log_table, "capture__", plan.through, summary)
     if dropped and env.tables.kind == "java":
