@@ -154,13 +154,25 @@ def test_a_query_reads_the_fast_refresh_views_it_names_from_their_storage() -> N
     storage = TableName("s", "agg__fr_data")
     columns = (Column("g", "string"), Column("n", "bigint"), Column("__fr_count", "bigint"))
     stored = {storage: TableMeta(storage, True, "iceberg", columns, 7, {VIEW_CONFIG: "{}"})}
-    env = types.SimpleNamespace(tables=types.SimpleNamespace(load=stored.get))
+    # s.agg is the model's own view (its fingerprint); s.t and s.old are not views of a
+    # model, though a storage table is left at s.old's (another materialization rebuilt it).
+    views = {TableName("s", "agg"): "fingerprint"}
+    stored[TableName("s", "old__fr_data")] = stored[storage]
+
+    def view_property(name: TableName, key: str) -> str | None:
+        assert key == "fast_refresh.view-of"
+        return views.get(name)
+
+    env = types.SimpleNamespace(
+        tables=types.SimpleNamespace(load=stored.get, view_property=view_property)
+    )
     sql = "select a.g, t.x from s.agg a join s.t t on a.g = t.g"
     assert resolve_views(env, sql) == (  # type: ignore[arg-type]
         "SELECT a.g, t.x FROM (SELECT `g`, `n` FROM `s`.`agg__fr_data`) AS a "
         "JOIN s.t AS t ON a.g = t.g"
     )
     assert resolve_views(env, "select x from s.t") == "select x from s.t"  # type: ignore[arg-type]
+    assert resolve_views(env, "select g from s.old") == "select g from s.old"  # type: ignore[arg-type]
 
 
 def test_qualify_becomes_a_filter_on_a_derived_table() -> None:
@@ -168,7 +180,9 @@ def test_qualify_becomes_a_filter_on_a_derived_table() -> None:
 
     from dbt.adapters.fastrefresh.engine.refresh import resolve_views
 
-    env = types.SimpleNamespace(tables=types.SimpleNamespace(load=lambda name: None))
+    env = types.SimpleNamespace(
+        tables=types.SimpleNamespace(load=lambda name: None, view_property=lambda name, key: None)
+    )
     sql = "select k, g from s.t qualify row_number() over (partition by g order by k desc) = 1"
     assert resolve_views(env, sql) == (  # type: ignore[arg-type]
         "SELECT k, g FROM (SELECT k, g, ROW_NUMBER() OVER (PARTITION BY g ORDER BY k DESC) "

@@ -39,7 +39,7 @@ from sqlglot.transforms import eliminate_qualify
 
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
-from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read
+from dbt.adapters.fastrefresh.engine.surface import VIEW_FINGERPRINT, ensure_view, storage_read
 from dbt.adapters.fastrefresh.engine.upstream import Upstream, log_options
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
@@ -145,9 +145,15 @@ def resolve_views(env: Env, sql: str) -> str:
         # Spark 3.5 has no QUALIFY: the filter goes on a derived table of the windows.
         tree, swapped = eliminate_qualify(tree), True
     for table in list(tree.find_all(exp.Table)):
-        if not table.db or view_of(TableName(table.db.lower(), table.name.lower())):
+        name = TableName(table.db.lower(), table.name.lower())
+        if not table.db or view_of(name):
             continue
-        storage = storage_of(TableName(table.db.lower(), table.name.lower()))
+        # Only a model's own view stands for its storage table: a model rebuilt by
+        # another materialization (a table or a view of its name) leaves its old storage
+        # table behind, which must not be read for it.
+        if env.tables.view_property(name, VIEW_FINGERPRINT) is None:
+            continue
+        storage = storage_of(name)
         meta = env.tables.load(storage)
         if meta is None or not meta.iceberg or VIEW_CONFIG not in meta.properties:
             continue

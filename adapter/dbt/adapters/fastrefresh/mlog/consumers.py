@@ -89,9 +89,10 @@ class Setup:
 
     @property
     def log_snapshot(self) -> int | None:
-        """The log's snapshot the view reads its range at: the one the setup read, or its
-        own last write to the log. Every row of the range is in it, and a purge after the
-        setup (``purge_log`` may doom a view meanwhile) changes nothing in it."""
+        """The log's snapshot the view reads its range at: the log as the setup read it,
+        or as its capture's last append left it (a mark changes only stamps, which the
+        range's read does not use). Every row of the range is in it, and a purge after
+        the setup (``purge_log`` may doom a view meanwhile) changes nothing in it."""
         return self.log.meta.current_snapshot
 
     def range_predicate(self) -> str:
