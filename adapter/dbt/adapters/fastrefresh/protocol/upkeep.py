@@ -14,8 +14,9 @@ then takes no row from it), and a purge may replace those snapshots' files meanw
 log is therefore not expired while a refresh of this process is between its setup and the
 end of its delta (``reading``); the expiry waits for the next commit after. Another
 process's expiry keeps the last ``KEEP_LAST`` snapshots and those younger than
-``MIN_AGE``: a read of an expired one fails loudly, it never reads a row short. The views (the users' tables) and the masters keep their history:
-expiring those is the owner's decision (see docs/fast-refresh.md).
+``MIN_AGE``: a read of an expired one fails loudly, it never reads a row short. The views
+(the users' tables) and the masters keep their history: expiring those is the owner's
+decision (see docs/fast-refresh.md).
 
 The expiry runs under the table's lock, which every writer of the table holds. It is
 housekeeping: when it fails, the refresh that triggered it goes on, with a warning naming

@@ -21,7 +21,7 @@ POINTS = (
     "apply.after_merge",  # the view's MERGE (before its state, SQL path)
     "apply.after_rebuild",  # the view's complete rebuild (before its state, SQL path)
     "register.before",  # after a rebuild, before its claims on its logs
-    "purge.after_announce",  # purge_log's state, before a delete that dooms views (SQL path)
+    "purge.after_announce",  # an admin purge's state, before deleting rows a view needs (SQL)
     "purge.after_delete",  # a purge's delete (before its state, SQL path)
     "publish.before",  # the registry append at the end of an invocation
 )
