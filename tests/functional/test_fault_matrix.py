@@ -52,7 +52,7 @@ EXPECT = {
     "apply.after_merge": {"java": "FAST", "sql": "COMPLETE"},
     "apply.after_rebuild": {"java": "FAST", "sql": "COMPLETE"},
     "register.before": {"java": "FAST", "sql": "FAST"},
-    "purge.after_announce": {},  # purge_log's alone: test_master_site_seeds.py
+    "purge.after_announce": {},  # the admin purges' alone: test_master_site_seeds.py
     "purge.after_delete": {"java": "FAST", "sql": "FAST"},
     "publish.before": {"java": "FAST", "sql": "FAST"},
 }

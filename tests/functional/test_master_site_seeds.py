@@ -318,9 +318,9 @@ def test_purge_log_during_a_refresh_takes_nothing_from_it(
 ) -> None:
     """``purge_log`` may run while a view refreshes (another thread or dbt process): past
     the refresh's setup, before its delta reads the log. It deletes the rows that view
-    still needs and dooms it, but the refresh then commits its new place over the doom.
-    The refresh reads the log as its setup left it, so the view it commits holds those
-    rows, and its next refresh stays fast."""
+    still needs and dooms it; the refresh then commits its new place over that mark, so
+    it must have read those rows: it reads the log as its setup left it. The view holds
+    them, and its next refresh stays fast."""
     site.sql(f"CREATE TABLE {site.schema}.d (id INT NOT NULL, v INT) USING iceberg")
     site.sql(f"ALTER TABLE {site.schema}.d SET IDENTIFIER FIELDS id")
     master = f"{site.schema}.d"
