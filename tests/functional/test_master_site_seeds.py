@@ -313,6 +313,19 @@ def test_purge_log_mview_from_log_and_unregister(site: Site) -> None:
     assert site.last.reason is not None and site.last.reason.code is ReasonCode.NOT_REGISTERED
 
 
+def keyed_master_with_views(site: Site, master: str, views: tuple[str, ...]) -> str:
+    """A master keyed by ``id`` with its log and ``views`` built on it, then two rows
+    inserted (not yet captured); the master's full name."""
+    name = f"{site.schema}.{master}"
+    site.sql(f"CREATE TABLE {name} (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {name} SET IDENTIFIER FIELDS id")
+    site.create_log(master)
+    for view in views:
+        site.refresh(master, view)
+    site.sql(f"INSERT INTO {name} VALUES (1, 1), (2, 2)")
+    return name
+
+
 def test_purge_log_during_a_refresh_takes_nothing_from_it(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -321,13 +334,7 @@ def test_purge_log_during_a_refresh_takes_nothing_from_it(
     still needs and dooms it; the refresh then commits its new place over that mark, so
     it must have read those rows: it reads the log as its setup left it. The view holds
     them, and its next refresh stays fast."""
-    site.sql(f"CREATE TABLE {site.schema}.d (id INT NOT NULL, v INT) USING iceberg")
-    site.sql(f"ALTER TABLE {site.schema}.d SET IDENTIFIER FIELDS id")
-    master = f"{site.schema}.d"
-    site.create_log("d")
-    for view in ("early", "late"):
-        site.refresh("d", view)
-    site.sql(f"INSERT INTO {master} VALUES (1, 1), (2, 2)")
+    master = keyed_master_with_views(site, "d", ("early", "late"))
     site.sql(f"UPDATE {master} SET v = 20 WHERE id = 2")
     site.refresh("d", "early")  # captures; "late" still needs the rows
     assert len(site.stamps("d")) == 4  # an update logs its old and new images
@@ -376,13 +383,7 @@ def test_an_admin_purge_killed_midway_still_tells_the_view(
     writes, the view must still learn that its rows are gone: its next refresh is
     complete and equals its query, and the rows left behind go with a later purge."""
     site = Site(spark, path)
-    site.sql(f"CREATE TABLE {site.schema}.c (id INT NOT NULL, v INT) USING iceberg")
-    site.sql(f"ALTER TABLE {site.schema}.c SET IDENTIFIER FIELDS id")
-    master = f"{site.schema}.c"
-    site.create_log("c")
-    for view in ("old", "new"):
-        site.refresh("c", view)
-    site.sql(f"INSERT INTO {master} VALUES (1, 1), (2, 2)")
+    master = keyed_master_with_views(site, "c", ("old", "new"))
     site.refresh("c", "new")  # captures; "old" still needs both rows
     with pytest.raises(faults.Crash), faults.crash_at(point):
         if operation == "purge_log":
