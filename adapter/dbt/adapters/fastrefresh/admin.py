@@ -27,7 +27,6 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE
 from dbt.adapters.fastrefresh.registry import store as registry
-from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, storage_of, view_of
 
 
@@ -91,15 +90,10 @@ def purge_mview_from_log(env: Env, mview_name: object, master_name: object | Non
                 log.config, log.state.replace(users=users), log.meta, log.found
             )
             plan = plan_purge(released, view_positions(env, released), env.clock())
-            if plan is None or env.tables.kind != "java":
-                # The claim goes before the rows only this view needed (on the SQL path the
-                # purge's state follows its delete): killed in between, the view is no
-                # longer registered and refreshes completely, never over a gap.
-                released = record_state(env, released, released.state)
-                if plan is not None:
-                    faults.point("purge.after_announce")
             if plan is not None:
-                execute_purge(env, released, plan)
+                execute_purge(env, released, plan, released=True)
+            else:
+                record_state(env, released, released.state)
             env.runtime.journal(env.registry).released.add((str(log.log_table), str(mview)))
             env.runtime.journal(env.registry).logs.add(str(name))
             rows = plan.rows if plan else 0

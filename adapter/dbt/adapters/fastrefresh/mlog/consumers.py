@@ -346,16 +346,18 @@ def plan_purge(
     return PurgePlan(through, through - state.purged_sequence, after, doomed)
 
 
-def execute_purge(env: Env, log: LoadedLog, plan: PurgePlan) -> None:
+def execute_purge(env: Env, log: LoadedLog, plan: PurgePlan, *, released: bool = False) -> None:
     """Delete the rows of ``plan`` and record the log's state with them (caller holds the
     log's lock): whole files in one metadata-only commit where they line up, else by rows.
 
-    A plan that dooms views (``purge_log``) deletes rows they have not consumed, which only
-    the new state tells them. The SQL path records a state after its delete, not in it:
-    there the state goes first as well, so that a kill between the two leaves those rows
-    announced as purged (the views refresh completely), never gone unannounced."""
+    A plan that dooms views (``purge_log``), or whose state drops a view's claim
+    (``released``: ``purge_mview_from_log``), deletes rows a view has not consumed, which
+    only the new state tells it. The SQL path records a state after its delete, not in
+    it: there the state goes first as well, so that a kill between the two leaves those
+    rows announced as purged (the views refresh completely) or the view no longer
+    registered, never rows gone unannounced."""
     env.check_leases([log_lock(log.log_table)])
-    if plan.doomed and env.tables.kind != "java":
+    if (plan.doomed or released) and env.tables.kind != "java":
         log = record_state(env, log, plan.state)
         faults.point("purge.after_announce")
     summary = {LOG_STATE: plan.state.to_json()}
