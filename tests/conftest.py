@@ -138,13 +138,14 @@ def dbt_profile_target(
 
 
 # The default suite's longest tests, in seconds as measured in a `make test` run on 2 cores
-# (2026-11-28), run first. Under `--dist worksteal` each worker takes its half of the
-# collection from the front, and one that runs out steals from the back of the other's
-# queue, so the suite now ends on short tests. In collection order, the last long tests ran
-# one after another on one worker while the other had nothing left: 136 s idle in a
-# 1,295 s run; sorted, 52 s idle in 1,262 s. A key is a test's id, a class or a module (the
-# tests of a class share its dbt project, test_demo.py's share one run of the demo, and a
-# stable sort keeps them together); a stale figure changes only the order, never what runs.
+# (2026-11-28), run first under xdist. With `--dist worksteal` each worker takes its half
+# of the collection from the front, and one that runs out steals from the back of the
+# other's queue, so the suite now ends on short tests. In collection order, the last long
+# tests ran one after another on one worker while the other had nothing left: 136 s idle
+# in a 1,295 s run; sorted, 52 s idle in 1,262 s. A key is a test's id, a class or a
+# module (the tests of a class share its dbt project, test_demo.py's share one run of the
+# demo, and a stable sort keeps them together); a stale figure changes only the order,
+# never what runs.
 LONGEST_FIRST = {
     "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh[scn-sql-sync]": 285,
     "tests/functional/test_dag.py::TestDagRefreshesFast": 220,
@@ -177,4 +178,7 @@ def expected_seconds(nodeid: str) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: -expected_seconds(item.nodeid))
+    # Only in an xdist worker (the workers' collections are what the scheduler deals out):
+    # a single process (`make test-cluster`, `XDIST=`) keeps the collection's order.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: -expected_seconds(item.nodeid))
