@@ -18,12 +18,15 @@ def test_every_entry_names_a_test_module_class_or_function_that_exists() -> None
 
 
 def test_an_entry_covers_its_own_test_its_class_and_its_module() -> None:
+    # The figures are re-measured now and then; what an entry covers is the rule checked.
     oracle = "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh"
-    assert expected_seconds(f"{oracle}[scn-sql-sync]") == 285
-    assert expected_seconds(f"{oracle}[ts-java-deferred]") == 71
+    for case in ("scn-sql-sync", "ts-java-deferred"):
+        assert expected_seconds(f"{oracle}[{case}]") == LONGEST_FIRST[f"{oracle}[{case}]"] > 0
     assert expected_seconds(f"{oracle}[ts-sql-sync]") == 0  # another case of the same test
     dag = "tests/functional/test_dag.py::TestDagRefreshesFast"
-    assert expected_seconds(f"{dag}::test_every_level_refreshes_fast_after_random_dml") == 220
-    assert expected_seconds("tests/functional/test_demo.py::test_setup_doctor_and_log") == 75
+    test = f"{dag}::test_every_level_refreshes_fast_after_random_dml"
+    assert expected_seconds(test) == LONGEST_FIRST[dag] > 0
+    demo = "tests/functional/test_demo.py"
+    assert expected_seconds(f"{demo}::test_setup_doctor_and_log") == LONGEST_FIRST[demo] > 0
     assert expected_seconds("tests/functional/test_demo_other.py::test_x") == 0
     assert expected_seconds("tests/unit/test_sqltext.py::test_table_names") == 0
