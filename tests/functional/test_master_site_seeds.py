@@ -433,6 +433,31 @@ def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:
         mlog.drop_mview_log(site.env, f"{site.schema}.{'i' if SHARED else 'p'}")
 
 
+def test_a_state_written_after_a_dead_capture_does_not_hide_its_rows(site: Site) -> None:
+    """A capture that died between its append and its state (SQL path) leaves rows past
+    the recorded state. A purge, or a view's registration, that records the log's state
+    before the next capture must remove them first: recorded over them, the state would
+    anchor past them, and the next capture would append the same commits again."""
+    master = f"{site.schema}.d"
+    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
+    site.sql(f"INSERT INTO {master} VALUES (1, 1)")
+    site.create_log("d")
+    site.refresh("d", "v")
+    for value in (2, 3):
+        site.sql(f"INSERT INTO {master} VALUES ({value}, {value})")
+        with pytest.raises(faults.Crash), faults.crash_at("capture.after_log_append"):
+            capture.capture(site.env, site.t("d"))
+        # The synchronous wrap-up's purge records its time even when nothing goes; then
+        # a second view registers on the log.
+        consumers.purge(site.env, site.t("d"), record_empty=True)
+        site.refresh("d", f"w{value}")
+    # Each master commit is in the log once (the first view has consumed neither).
+    rows = site.sql(f"SELECT id, count(*) FROM {site.schema}.mlog__d GROUP BY id ORDER BY id")
+    assert rows == [(2, 1), (3, 1)]
+    site.refresh("d", "v", method="fast")
+
+
 def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
     """Master dropped and recreated, or its snapshots expired: never a silent gap."""
     master = f"{site.schema}.h"
@@ -466,3 +491,24 @@ def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
     assert site.last.refresh_type == "COMPLETE"
     site.sql(f"INSERT INTO {master} VALUES (5, 5)")
     site.refresh("h", "v", method="fast")
+
+    def expire_all_but_current() -> None:
+        site.sql(
+            f"CALL spark_catalog.system.expire_snapshots(table => '{master}', "
+            "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
+        )
+
+    # The snapshot captured through expires and the one commit after it stays: an append
+    # is captured as usual (it adds files and reads nothing at its parent) ...
+    site.sql(f"INSERT INTO {master} VALUES (6, 6)")
+    expire_all_but_current()
+    site.refresh("h", "v", method="fast")
+    # ... an update, whose old rows are read at its parent, is a gap: never a capture
+    # failing on every run, which would fail every refresh of every view on the master.
+    site.sql(f"UPDATE {master} SET v = 60 WHERE id = 6")
+    expire_all_but_current()
+    result = capture.capture(site.env, site.t("h"))
+    assert result.gap and "expired" in result.gap and "removed" in result.gap, result.gap
+    site.refresh("h", "v")
+    assert site.last.refresh_type == "COMPLETE"
+    assert site.last.reason is not None and site.last.reason.code is ReasonCode.LOG_YOUNGER

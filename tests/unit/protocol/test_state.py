@@ -93,3 +93,18 @@ def test_chain_after_finds_the_new_commits_or_the_gap() -> None:
     del s[2]
     assert "expired" in (chain_after(s, 4, 1).gap or "")
     assert "dropped and recreated" in (chain_after({}, None, 3).gap or "")
+
+
+def test_an_expired_capture_point_is_a_gap_when_the_next_commit_reads_at_it() -> None:
+    """The snapshot captured through is expired, the next commit kept: an append after it
+    is captured as usual; a commit that removed rows (read at its parent) is a gap."""
+    s = {i: SnapshotInfo(i, i - 1, "append", T0) for i in range(3, 6)}  # 1 and 2 expired
+    assert [x.snapshot_id for x in chain_after(s, 5, 2).snapshots] == [3, 4, 5]
+    s[3] = SnapshotInfo(3, 2, "replace", T0)
+    assert [x.snapshot_id for x in chain_after(s, 5, 2).snapshots] == [3, 4, 5]
+    for operation in ("overwrite", "delete"):
+        s[3] = SnapshotInfo(3, 2, operation, T0)
+        gap = chain_after(s, 5, 2).gap or ""
+        assert "snapshot 2" in gap and "expired" in gap and "commit 3" in gap
+        # Only the first commit's parent matters: the later ones' parents are kept.
+        assert [x.snapshot_id for x in chain_after(s, 5, 3).snapshots] == [4, 5]

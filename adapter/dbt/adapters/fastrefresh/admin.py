@@ -19,9 +19,10 @@ from dbt.adapters.fastrefresh.mlog.consumers import (
 )
 from dbt.adapters.fastrefresh.mlog.ddl import (
     load_log,
+    load_log_for_write,
+    load_log_locked,
     log_lock,
     master_table,
-    no_log_error,
     record_state,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
@@ -51,9 +52,7 @@ def purge_log(env: Env, master_name: object, num: object = 1, flag: object = "de
             "when num=0."
         )
     with env.holding([log_lock(log_table_for(master))]):
-        log = load_log(env, master)
-        if log is None:
-            raise no_log_error(master)
+        log = load_log_for_write(env, master)
         positions = view_positions(env, log)
         claims = log.state.users
 
@@ -82,7 +81,7 @@ def purge_mview_from_log(env: Env, mview_name: object, master_name: object | Non
     messages = []
     for name in candidates:
         with env.holding([log_lock(log_table_for(name))]):
-            log = load_log(env, name)
+            log = load_log_locked(env, name)
             if log is None or str(mview) not in log.state.users:
                 continue
             users = {v: c for v, c in log.state.users.items() if v != str(mview)}

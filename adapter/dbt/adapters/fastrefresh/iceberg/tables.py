@@ -123,6 +123,11 @@ def latest_state(meta: TableMeta, key: str, history: History) -> Found:
     return Found(None, None, False, tuple(after))
 
 
+# Commits whose capture reads nothing at their parent snapshot: an append adds files only,
+# and a replace (compaction) is not captured at all.
+PARENT_FREE = ("append", "replace")
+
+
 @dataclass(frozen=True)
 class Chain:
     """The master snapshots to capture (oldest first), or why the history is gone."""
@@ -136,7 +141,8 @@ def chain_after(history: History, current: int | None, captured_through: int | N
 
     ``captured_through`` None means the log was created on a table without any commit, so
     every ancestor counts. A ``captured_through`` that is not an ancestor of ``current``
-    (rolled back, table dropped and recreated, snapshots expired) is a gap.
+    (rolled back, table dropped and recreated, snapshots expired) is a gap, and so is an
+    expired ``captured_through`` whose next commit removed rows (capture reads them there).
 
     >>> h = {1: SnapshotInfo(1, None, "append", None), 2: SnapshotInfo(2, 1, "overwrite", None)}
     >>> [x.snapshot_id for x in chain_after(h, 2, 1).snapshots]
@@ -165,6 +171,17 @@ def chain_after(history: History, current: int | None, captured_through: int | N
             "ancestor of the current snapshot (the table was dropped and recreated, rolled "
             "back, or its snapshots were expired)",
         )
+    first = found[-1] if found else None
+    if (
+        first is not None
+        and first.operation not in PARENT_FREE
+        and captured_through is not None
+        and history.get(captured_through) is None
+    ):
+        # The first new commit removed rows, which are read at its parent: gone with it.
+        return Chain((), f"snapshot {captured_through}, up to which changes were captured, "
+                         "is no longer in the table's metadata (its snapshots were expired), "
+                         f"and the rows commit {first.snapshot_id} removed are read there")  # fmt: skip
     return Chain(tuple(reversed(found)))
 
 

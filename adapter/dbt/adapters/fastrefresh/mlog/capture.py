@@ -77,9 +77,12 @@ class CaptureResult:
 
 
 def capture(env: Env, master: TableName) -> CaptureResult:
-    """Capture every new commit of ``master`` into its log, unmarked (``4000-01-01``)."""
-    meta = require_iceberg(env.tables.load(master, fresh=True), master)
+    """Capture every new commit of ``master`` into its log, unmarked (``4000-01-01``).
+    The master is read under the log's lock: read before it, a capture that another
+    thread or process made meanwhile would leave the log ahead of the master as read, and
+    the walk from it back to the log's position would take that for lost history."""
     with env.holding([log_lock(log_table_for(master))], purpose="capture"):
+        meta = require_iceberg(env.tables.load(master, fresh=True), master)
         return capture_locked(env, load_log_for_write(env, master), meta)[0]
 
 

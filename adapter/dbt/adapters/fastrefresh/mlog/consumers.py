@@ -35,6 +35,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     commit_with_state,
     load_log,
     load_log_for_write,
+    load_log_locked,
     log_lock,
     record_state,
 )
@@ -221,7 +222,7 @@ def register(env: Env, setups: Sequence[Setup]) -> None:
         if str(done.mview) in done.state.users:
             continue
         with env.holding([log_lock(done.log.log_table)], purpose=f"registration of {done.mview}"):
-            log = load_log(env, done.log.master)
+            log = load_log_locked(env, done.log.master)
             if log is None or str(done.mview) in log.state.users:
                 continue
             claim = Claim(done.now, done.through_sequence, done.now)
@@ -389,7 +390,7 @@ def purge(
     synchronous wrap-up, seed 003); it costs a commit, so only synchronous purges do.
     """
     with env.holding([log_lock(log_table_for(master))], purpose="purge"):
-        log = load_log(env, master)
+        log = load_log_locked(env, master)
         if log is None:
             return None
         when = now or env.clock()

@@ -453,14 +453,21 @@ def drop_mview_log(env: Env, master_name: object) -> str:
     return f"dropped materialized view log {log_table} on {master}{note}"
 
 
-def load_log_for_write(env: Env, master: TableName) -> LoadedLog:
-    """The log of ``master`` as a writer needs it: present (else the ORA-23413 error), and
-    without rows a write that died left past its recorded state. Caller holds the log's
-    lock."""
+def load_log_locked(env: Env, master: TableName) -> LoadedLog | None:
+    """The log of ``master`` (None: it has none) as any writer of its state needs it:
+    without rows a write that died left past its recorded state. A state recorded over
+    them would anchor past them and hide them, and the next capture would write the same
+    commits again. Caller holds the log's lock."""
     log = load_log(env, master)
+    return delete_leftovers(env, log) if log is not None and log.leftovers else log
+
+
+def load_log_for_write(env: Env, master: TableName) -> LoadedLog:
+    """``load_log_locked``, present (else the ORA-23413 error)."""
+    log = load_log_locked(env, master)
     if log is None:
         raise no_log_error(master)
-    return delete_leftovers(env, log) if log.leftovers else log
+    return log
 
 
 def delete_leftovers(env: Env, log: LoadedLog) -> LoadedLog:
@@ -477,6 +484,7 @@ def delete_leftovers(env: Env, log: LoadedLog) -> LoadedLog:
         stamped = rows[0][0] if rows else None
         if stamped is not None and stamped > youngest:
             youngest = stamped
+    env.check_leases([log_lock(log.log_table)])
     env.sql.execute(
         f"DELETE FROM {log.log_table.sql} WHERE capture__ > {literal(state.last_sequence)}"
     )
