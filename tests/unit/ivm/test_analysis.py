@@ -143,9 +143,39 @@ def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
             "select * from x where n > 1",
             "the CTE or derived table x, which cannot be merged",
         ),
+        ("select * from (select order_id from shop.orders limit 3) top3", "LIMIT"),
         (
-            "select * from (select order_id from shop.orders limit 3) top3",
-            "derived table top3",
+            "select distinct status from shop.orders group by status, customer_id",
+            "SELECT DISTINCT over a GROUP BY",
+        ),
+        # Non-deterministic parts inside subqueries, derived tables and CTEs: only the rows
+        # a refresh's changes reach are recomputed, so these would go stale there too.
+        (
+            "select o.order_id from shop.orders o where exists (select 1 from "
+            "shop.customers c where c.customer_id = o.customer_id "
+            "and c.region >= cast(current_date() as string))",
+            "current_date",
+        ),
+        (
+            "select order_id from shop.orders where customer_id in "
+            "(select customer_id from shop.customers where rand() < 0.5)",
+            "rand()",
+        ),
+        (
+            "with ranked as (select *, row_number() over (partition by customer_id order by "
+            "order_id desc) rn from shop.orders where order_id > unix_timestamp()) "
+            "select order_id from ranked where rn = 1",
+            "non-deterministic function",
+        ),
+        (
+            "select order_id from (select order_id, row_number() over (partition by "
+            "customer_id order by order_id) rn from shop.orders limit 10) q where rn = 1",
+            "LIMIT",
+        ),
+        (
+            "select order_id from shop.orders where customer_id in "
+            "(select customer_id from shop.customers tablesample (10 percent))",
+            "TABLESAMPLE",
         ),
         ("with x as (select * from shop.other) select * from x", "not a known master"),
         ("select order_id from shop.orders where customer_id in (select 1)", "subquery"),

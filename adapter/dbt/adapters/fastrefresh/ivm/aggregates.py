@@ -26,7 +26,8 @@ def _aggregate_kind(node: exp.AggFunc) -> tuple[str, exp.Expression | None]:
         arg = node.this
         if isinstance(arg, exp.Star) or arg is None:
             return "count_star", None
-        if isinstance(arg, exp.Distinct):
+        if isinstance(arg, exp.Distinct) or node.expressions:
+            # count(DISTINCT ...), or count(x, y) (rows where neither is NULL): recomputed
             return "other", arg
         return "count", arg
     if isinstance(node, exp.Sum) and not isinstance(node.this, exp.Distinct):
@@ -143,6 +144,10 @@ def _groups(qualified: exp.Select) -> list[exp.Expression]:
         groups = list(group_node.expressions)
         if any(isinstance(g, exp.Literal) for g in groups):
             raise Refused("GROUP BY by position (GROUP BY 1); name the expressions")
+        outputs = {s.unalias() for s in selects}
+        if qualified.args.get("distinct") is not None and not all(g in outputs for g in groups):
+            # One row per group, so DISTINCT only matters when a group is not output.
+            raise Refused("SELECT DISTINCT over a GROUP BY whose expressions are not all output")
     elif qualified.args.get("distinct") is not None:
         if any(s.find(exp.AggFunc) for s in selects):
             raise Refused("SELECT DISTINCT with aggregates")

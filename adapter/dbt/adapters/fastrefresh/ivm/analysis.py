@@ -30,6 +30,7 @@ from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.aggregates import plan_aggregate
 from dbt.adapters.fastrefresh.ivm.checks import (
     Refused,
+    anywhere_offender,
     check_output_names,
     first_offender,
     is_aggregate,
@@ -97,6 +98,9 @@ def analyze(
     except SqlglotError as exc:
         return _unsupported(sql, f"the SQL could not be parsed for analysis ({exc})")
     masters = tables_of(sql)
+    offender = anywhere_offender(tree)
+    if offender:
+        return _unsupported(sql, f"the query uses {offender}", masters)
     try:
         return _plan(sql, tree, masters, master_columns, keys)
     except Refused as refused:

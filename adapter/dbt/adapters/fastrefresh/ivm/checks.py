@@ -57,12 +57,34 @@ def first_offender(tree: exp.Expression) -> str | None:
     for node in tree.find_all(exp.In):
         if node.args.get("query") is not None:
             return "a subquery (IN (SELECT ...))"
+    return _nondeterministic(tree)
+
+
+def _nondeterministic(tree: exp.Expression) -> str | None:
     for func in tree.find_all(exp.Func):
         name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
         if name in NONDETERMINISTIC or isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
             return f"the non-deterministic function {name}()"
         if isinstance(func, (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)):
             return f"the non-deterministic function {name}()"
+    return None
+
+
+def anywhere_offender(tree: exp.Expression) -> str | None:
+    """What no part of a query may hold, its subqueries, derived tables and CTEs included:
+    a refresh recomputes only what its changed rows reach, so a result that changes with
+    the clock or by chance (``current_date()``, ``rand()``, a sample, the rows a LIMIT or
+    OFFSET picks) would go stale wherever it sits."""
+    found = _nondeterministic(tree)
+    if found:
+        return found
+    for kind, why in (
+        (exp.TableSample, "TABLESAMPLE"),
+        (exp.Limit, "LIMIT"),
+        (exp.Offset, "OFFSET"),
+    ):
+        if tree.find(kind) is not None:
+            return why
     return None
 
 

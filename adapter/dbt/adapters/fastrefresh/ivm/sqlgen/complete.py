@@ -62,8 +62,9 @@ def complete_tree(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> exp.S
     DISTINCT as the GROUP BY it is); a key-less projection's multiplicity excepted."""
     tree = pin_tables(plan.query(), pins)
     if plan.shape is Shape.AGGREGATE and tree.args.get("distinct") is not None:
-        tree.set("distinct", None)
-        tree = tree.group_by(*[g.copy() for g in plan.group_nodes], copy=False)
+        tree.set("distinct", None)  # over a GROUP BY it outputs whole, a no-op
+        if tree.args.get("group") is None:
+            tree = tree.group_by(*[g.copy() for g in plan.group_nodes], copy=False)
     extra = plan.hidden_selects()
     if extra:
         tree = tree.select(*extra, copy=False)
