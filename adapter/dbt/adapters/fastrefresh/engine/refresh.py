@@ -768,6 +768,15 @@ def _plan_sources(
             done.log_snapshot,
         )
         read = set(plan.columns_read_of(m.name))
+        unrecorded = sorted(read - set(config.master_columns))
+        if unrecorded:
+            # Capture compares the columns the master had when its log was created: an
+            # update of a column added since changes no row it compares, and is not logged.
+            return Reason(
+                ReasonCode.LOG_BROKEN,
+                f"the materialized view log {config.log_table} does not record changes of "
+                f"column(s) {', '.join(unrecorded)} of {m.name}, added after it was created",
+            )
         if plan.shape is Shape.JOIN or read <= set(config.columns):
             # A join projection needs only the changed keys (it reads the log's images when
             # the log holds the columns, else the pinned master's rows for those keys).
@@ -786,10 +795,14 @@ def _plan_sources(
 
 
 def _master_named(reason: Reason, masters: list[MasterState]) -> str:
-    """The master a reason's fix names: the one without a log, or whose log broke."""
+    """The master a reason's fix names: the one without a log, or whose log broke (it
+    cannot record the master's columns, or lacks columns added since)."""
     for m in masters:
-        if m.log is None or (
-            reason.code is ReasonCode.LOG_BROKEN and log_mismatch(m.log, m.meta) is not None
+        if m.log is None:
+            return str(m.name)
+        if reason.code is ReasonCode.LOG_BROKEN and (
+            log_mismatch(m.log, m.meta) is not None
+            or any(c.name not in m.log.config.master_columns for c in m.meta.columns)
         ):
             return str(m.name)
     return ""
