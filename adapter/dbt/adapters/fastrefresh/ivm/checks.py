@@ -60,7 +60,7 @@ def first_offender(tree: exp.Expression) -> str | None:
     return _nondeterministic(tree)
 
 
-def _nondeterministic(tree: exp.Expression) -> str | None:
+def _nondeterministic(tree: exp.Expr) -> str | None:
     for func in tree.find_all(exp.Func):
         name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
         if name in NONDETERMINISTIC or isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
@@ -70,7 +70,7 @@ def _nondeterministic(tree: exp.Expression) -> str | None:
     return None
 
 
-def anywhere_offender(tree: exp.Expression) -> str | None:
+def anywhere_offender(tree: exp.Expr) -> str | None:
     """What no part of a query may hold, its subqueries, derived tables and CTEs included:
     a refresh recomputes only what its changed rows reach, so a result that changes with
     the clock or by chance (``current_date()``, ``rand()``, a sample, the rows a LIMIT or
