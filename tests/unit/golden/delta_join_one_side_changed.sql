@@ -46,9 +46,9 @@ USING (
     JOIN g.m3 VERSION AS OF 23 AS b
       ON a.g = b.g
     LEFT SEMI JOIN __fr_ck1 AS __fr_in1
-      ON b.`k` = __fr_in1.`k`
+      ON b.`k` IS NOT DISTINCT FROM __fr_in1.`k`
   ) AS __fr_p
 ) AS s
-ON t.`bk` = s.`bk` AND s.__fr_op = 'D'
+ON t.`bk` IS NOT DISTINCT FROM s.`bk` AND s.__fr_op = 'D'
 WHEN MATCHED THEN DELETE
 WHEN NOT MATCHED AND s.__fr_op = 'I' THEN INSERT (`k`, `x`, `bk`, `bx`) VALUES (s.`k`, s.`x`, s.`bk`, s.`bx`)

@@ -69,9 +69,9 @@ USING (
       'D' AS __fr_op
     FROM `g`.`join_self` AS v
     LEFT JOIN __fr_ck0 AS __fr_h0
-      ON v.`k` = __fr_h0.`k`
+      ON v.`k` IS NOT DISTINCT FROM __fr_h0.`k`
     LEFT JOIN __fr_ck0 AS __fr_h1
-      ON v.`k2` = __fr_h1.`k`
+      ON v.`k2` IS NOT DISTINCT FROM __fr_h1.`k`
     WHERE
       __fr_h0.__fr_hit OR __fr_h1.__fr_hit
   )
@@ -120,7 +120,7 @@ USING (
         __fr_sign = 1
     ) AS b
     LEFT ANTI JOIN __fr_ck0 AS __fr_out0
-      ON a.`k` = __fr_out0.`k`
+      ON a.`k` IS NOT DISTINCT FROM __fr_out0.`k`
     WHERE
       a.x = b.x + 1
   ) AS __fr_p

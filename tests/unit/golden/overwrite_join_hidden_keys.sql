@@ -83,9 +83,9 @@ WITH __fr_ck0 AS (
     'D' AS __fr_op
   FROM `g`.`join_hidden_keys` AS v
   LEFT JOIN __fr_ck0 AS __fr_h0
-    ON v.`__fr_j0_k` = __fr_h0.`k`
+    ON v.`__fr_j0_k` IS NOT DISTINCT FROM __fr_h0.`k`
   LEFT JOIN __fr_ck1 AS __fr_h1
-    ON v.`__fr_j1_k` = __fr_h1.`k`
+    ON v.`__fr_j1_k` IS NOT DISTINCT FROM __fr_h1.`k`
   WHERE
     __fr_h0.__fr_hit OR __fr_h1.__fr_hit
 ), __fr_s AS (
@@ -132,9 +132,9 @@ WITH __fr_ck0 AS (
     JOIN g.m3 VERSION AS OF 23 AS b
       ON a.k = b.k
     LEFT SEMI JOIN __fr_ck1 AS __fr_in1
-      ON b.`k` = __fr_in1.`k`
+      ON b.`k` IS NOT DISTINCT FROM __fr_in1.`k`
     LEFT ANTI JOIN __fr_ck0 AS __fr_out0
-      ON a.`k` = __fr_out0.`k`
+      ON a.`k` IS NOT DISTINCT FROM __fr_out0.`k`
   ) AS __fr_p
 )
 INSERT INTO `g`.`join_hidden_keys`

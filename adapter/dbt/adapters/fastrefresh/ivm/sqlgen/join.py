@@ -80,9 +80,10 @@ def _quoted(table: str, column: str) -> exp.Column:
 
 
 def _key_match(alias: str, cte_alias: str, keys: Sequence[str]) -> exp.Expr:
-    """``alias.k = cte_alias.k`` for every key column ``k``, as a tree."""
+    """``alias.k <=> cte_alias.k`` for every key column ``k``, as a tree (a log's key may
+    hold one NULL, which identifies its row like any value)."""
     return exp.and_(
-        *(exp.EQ(this=_quoted(alias, k), expression=_quoted(cte_alias, k)) for k in keys)
+        *(exp.NullSafeEQ(this=_quoted(alias, k), expression=_quoted(cte_alias, k)) for k in keys)
     )  # fmt: skip
 
 
@@ -144,7 +145,7 @@ def _deletes(
             else f"{null(c, types)} AS {q(c)}"
             for c in cols
         )
-        match = " AND ".join(f"t.{q(c)} = s.{q(c)}" for c in pairs)
+        match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in pairs)
         return f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {keys.cte[inp.master]})", match
     # Several inputs changed: a row holding changed keys of two of them must be deleted
     # once, so the rows to delete are read from the view, each by its whole key.
@@ -152,7 +153,7 @@ def _deletes(
     joins = []
     for i, inp in changed:
         hit_on = " AND ".join(
-            f"v.{q(vc)} = __fr_h{i}.{q(k)}"
+            f"v.{q(vc)} <=> __fr_h{i}.{q(k)}"
             for k, vc in zip(inp.key_columns, inp.key_view_columns, strict=True)
         )
         joins.append(f"LEFT JOIN {keys.cte[inp.master]} __fr_h{i} ON {hit_on}")
