@@ -271,7 +271,10 @@ def _plan_window(
         else:  # the derived table hands each partition value out to the view
             inner.select(exp.alias_(part.copy(), holder), append=True, copy=False)
             nodes.append(exp.column(holder, table=derived))
-    read = {c.name.lower() for c in qualified.find_all(exp.Column) if c.table == alias}
+    # The master's columns are those of the select that reads it: a derived table may
+    # carry the master's alias too, and the outer query's columns are then its outputs.
+    scope = qualified.find(exp.Table).parent_select or qualified  # type: ignore[union-attr]
+    read = {c.name.lower() for c in scope.find_all(exp.Column) if c.table == alias}
     return ViewPlan(
         sql=sql, query_hash=query_hash(sql), shape=Shape.WINDOW, masters=(master,),
         alias=alias, outputs=outputs, hidden=tuple((h, render(p)) for h, p in zip(holders, parts, strict=True)),

@@ -1,7 +1,9 @@
-"""Aggregate shapes a review found wrong, each equal to its query after changes of every
+"""Query shapes a review found wrong, each equal to its query after changes of every
 kind: ``SELECT DISTINCT`` over a ``GROUP BY`` (the DISTINCT matters only when a group
-expression is not output; such a view refreshes completely) and ``count`` of several
-arguments (the rows where none is NULL, recomputed per changed group)."""
+expression is not output; such a view refreshes completely), ``count`` of several
+arguments (the rows where none is NULL, recomputed per changed group), and a window's
+derived table aliased as its table (the outer query's columns were taken for the
+master's, and every fast refresh failed)."""
 
 from __future__ import annotations
 
@@ -20,11 +22,16 @@ VIEWS = {
     ),
     # count(x, h) counted the rows where x is not NULL, whatever h.
     "count_of_two": ("SELECT m.g, count(m.x, m.h) AS c FROM {m} m GROUP BY m.g", "FAST"),
+    "window_same_alias": (
+        "SELECT m.k, m.g, m.rn FROM (SELECT m.k, m.g, row_number() OVER (PARTITION BY m.g "
+        "ORDER BY m.k) AS rn FROM {m} m) m WHERE m.rn = 1",
+        "FAST",
+    ),
 }
 
 
-def test_distinct_over_group_by_and_count_of_several_arguments(spark: Any) -> None:
-    schema = "aggregate_edges"
+def test_edge_shapes_equal_their_queries(spark: Any) -> None:
+    schema = "shape_edges"
     master = f"{schema}.m"
     spark.sql(f"CREATE SCHEMA {schema}")
     spark.sql(f"CREATE TABLE {master} (k BIGINT NOT NULL, g STRING, h INT, x INT) USING iceberg")
