@@ -110,11 +110,25 @@ def usability_problem(
     mview: TableName,
     position: Position | None,
     last_refresh: dt.datetime | None = None,
+    read_through: int | None = None,
 ) -> Reason | None:
     """Why ``log`` cannot give the view all changes since its last refresh (pure).
     ``last_refresh``: the view's last refresh, when it has one (a log created after it,
-    the view never on it, is younger than the view: Oracle's ORA-12034 too)."""
+    the view never on it, is younger than the view: Oracle's ORA-12034 too).
+    ``read_through``: the log's last sequence as read before this setup captured (default:
+    as ``log`` says). A view past it consumed rows the log no longer records: its state
+    went back (the log table rolled back or restored), and the same sequences now hold
+    other changes."""
     state = log.state
+    through = state.last_sequence if read_through is None else read_through
+    if position is not None and position.last_sequence > through:
+        return Reason(
+            ReasonCode.LOG_YOUNGER,
+            f"the materialized view log {log.log_table} is younger than the view's last "
+            f"refresh (the view consumed its rows up to sequence {position.last_sequence}, "
+            f"and the log records {through}: the log was rolled back or restored; Oracle: "
+            "ORA-12034)",
+        )
     if position is None and last_refresh is not None and last_refresh < state.younger_than:
         return Reason(
             ReasonCode.LOG_YOUNGER,
@@ -187,7 +201,7 @@ def setup(
             )  # fmt: skip
             log = dataclasses.replace(log, state=marked)
         captured, log = capture_locked(env, log, master, stamp=now)
-    problem = usability_problem(log, mview, position, last_refresh)
+    problem = usability_problem(log, mview, position, last_refresh, state.last_sequence)
     return Setup(log, mview, now, log.state.captured_through, position, captured, problem)
 
 
