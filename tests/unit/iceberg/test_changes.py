@@ -43,3 +43,18 @@ def test_prune_predicate_is_dropped_when_the_files_are_half_the_table() -> None:
     per_file = prune_predicate(files, table_files=7)
     assert per_file == prune_predicate(files) and per_file.count(" OR ") == 2
     assert prune_predicate([], table_files=1) == "FALSE"
+
+
+def test_timestamp_bounds_are_microseconds_whatever_the_session_time_zone() -> None:
+    # As text, a timestamp bound is local to the session's time zone and ambiguous in the
+    # hour a daylight-saving change repeats; as microseconds it is exact.
+    def file(lo: int, hi: int) -> DataFile:
+        return DataFile(str(lo), (Bounds("ts", "timestamp", str(lo), str(hi), False, False),))
+
+    sql = prune_predicate([file(999, 1_000)])
+    assert sql == "((`ts` BETWEEN timestamp_micros(999) AND timestamp_micros(1000)))"
+    # The envelope orders them as numbers (as text, '999' > '1000').
+    many = [file(999, 1_000), *(file(10**6 + i, 10**6 + i) for i in range(MAX_PRUNE_FILES))]
+    assert prune_predicate(many) == (
+        "((`ts` BETWEEN timestamp_micros(999) AND timestamp_micros(1000007)))"
+    )

@@ -71,8 +71,11 @@ def _column_term(b: Bounds) -> str | None:
         return f"{column} IS NULL"
     if b.lower is None or b.upper is None:
         return None  # no usable bounds: this column cannot narrow the read
-    lower = f"CAST({string(b.lower)} AS {b.type})"
-    upper = f"CAST({string(b.upper)} AS {b.type})"
+    if b.type == "timestamp":  # bounds read as microseconds since the epoch
+        lower, upper = f"timestamp_micros({int(b.lower)})", f"timestamp_micros({int(b.upper)})"
+    else:
+        lower = f"CAST({string(b.lower)} AS {b.type})"
+        upper = f"CAST({string(b.upper)} AS {b.type})"
     term = f"{column} BETWEEN {lower} AND {upper}"
     return f"({column} IS NULL OR {term})" if b.has_nulls else term
 
@@ -129,7 +132,8 @@ def _envelope(files: Sequence[DataFile]) -> DataFile:
 
 
 def _sort_key(value: str, sql_type: str) -> Any:
-    if sql_type in ("tinyint", "smallint", "int", "bigint") or sql_type.startswith("decimal"):
+    numeric = ("tinyint", "smallint", "int", "bigint", "timestamp")  # timestamp: microseconds
+    if sql_type in numeric or sql_type.startswith("decimal"):
         from decimal import Decimal
 
         return Decimal(value)
@@ -147,9 +151,13 @@ def _bounds_select(prune: Sequence[mt.Column], prefix: str) -> str:
     parts = []
     for c in prune:
         metric = f"{prefix}readable_metrics.{ident(c.name)}"
+        # A timestamp's text is local to the session's time zone, and in the hour a
+        # daylight-saving change repeats it reads back as the earlier instant (an upper
+        # bound an hour short): its bounds are read as microseconds instead.
+        bound = "CAST(unix_micros({}) AS STRING)" if c.type == "timestamp" else "CAST({} AS STRING)"
         parts += [
-            f"CAST({metric}.lower_bound AS STRING)",
-            f"CAST({metric}.upper_bound AS STRING)",
+            bound.format(f"{metric}.lower_bound"),
+            bound.format(f"{metric}.upper_bound"),
             f"{metric}.null_value_count",
             f"{metric}.value_count",
         ]
