@@ -1,7 +1,7 @@
 SELECT
   a.g AS g,
   a.x AS x,
-  a.k AS `__fr_k_k`
+  `a`.`k` AS `__fr_k_k`
 FROM g.m1 VERSION AS OF 21 AS a
 WHERE
   NOT EXISTS(

@@ -48,7 +48,7 @@ USING (
   SELECT
     IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.g AS DOUBLE)) AS `g`,
     IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.y AS DOUBLE)) AS `y`,
-    IF(m1.__fr_sign = -1, m1.`k`, CAST(m1.k AS DOUBLE)) AS `__fr_k_k`,
+    IF(m1.__fr_sign = -1, m1.`k`, CAST(`m1`.`k` AS DOUBLE)) AS `__fr_k_k`,
     IF(m1.__fr_sign = -1, 'D', 'I') AS __fr_op
   FROM imgs AS m1
   WHERE

@@ -37,7 +37,16 @@ def test_projection_with_its_key_needs_no_hidden_column() -> None:
 
 def test_projection_without_its_key_gets_a_hidden_key() -> None:
     p = plan("select o.amount as a from `shop`.`orders` o")
-    assert p.hidden == (("__fr_k_order_id", "o.order_id"),)
+    assert p.hidden == (("__fr_k_order_id", "`o`.`order_id`"),)
+    # A key whose name needs quoting reads as a column, not as two words.
+    spaced = TableName("shop", "spaced")
+    q = analyze(
+        "select s.amount from shop.spaced s",
+        {spaced: [Column("order id", "bigint"), Column("amount", "int")]},
+        {spaced: ["order id"]},
+    )
+    assert q.hidden == (("__fr_k_order id", "`s`.`order id`"),)
+    sqlglot.parse_one(f"select {q.hidden[0][1]} from t s", read="spark")  # parses
     assert p.view_columns == ("a", "__fr_k_order_id")
 
 
@@ -423,7 +432,7 @@ def test_exists_and_in_filters_are_semi_joins_keyed_by_the_outer_table() -> None
         "(select customer_id from shop.customers where region = 'eu')"
     )
     (semi,) = p.semis
-    assert p.hidden == (("__fr_k_order_id", "orders.order_id"),)
+    assert p.hidden == (("__fr_k_order_id", "`orders`.`order_id`"),)
     assert [(a.sql(), b.sql()) for a, b in semi.pairs] == [
         ("orders.customer_id", "customers.customer_id")
     ]

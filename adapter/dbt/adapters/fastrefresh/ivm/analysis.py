@@ -337,8 +337,9 @@ def _plan_projection(
         if k in plain:
             key_view.append(plain[k])
         else:
-            hidden.append((f"{HIDDEN_PREFIX}k_{k}", f"{alias}.{k}"))
-            nodes.append(exp.column(k, table=alias))
+            node = exp.column(k, table=alias, quoted=True)  # any key name, quoted
+            hidden.append((f"{HIDDEN_PREFIX}k_{k}", render(node)))
+            nodes.append(node)
             key_view.append(f"{HIDDEN_PREFIX}k_{k}")
     if not key:
         hidden.append((f"{HIDDEN_PREFIX}multiplicity", ""))
