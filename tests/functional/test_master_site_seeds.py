@@ -12,6 +12,8 @@ import dataclasses
 import datetime as dt
 import itertools
 import re
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -518,6 +520,34 @@ def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any) -> N
     site.refresh("rb", "w", method="fast")  # behind the rollback point: its rows are there
     site.sql(f"INSERT INTO {master} VALUES (5, 5)")
     site.refresh("rb", "v", method="fast")
+
+
+def test_a_capture_waiting_for_the_log_reads_the_master_after_the_wait(site: Site) -> None:
+    """``capture_changes`` waiting for the log's lock while another thread captures a
+    newer master commit: read before the wait, the master would be behind the log, and
+    the walk from the log's position back would take that for lost history (every view
+    on the log rebuilt). Read after it, there is nothing left to capture."""
+    master = f"{site.schema}.cw"
+    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
+    site.sql(f"INSERT INTO {master} VALUES (1, 1)")
+    site.create_log("cw")
+    site.refresh("cw", "v")
+    results: list[Any] = []
+    with site.env.holding([mlog.log_lock(site.t("mlog__cw"))]):
+        waiting = threading.Thread(
+            target=lambda: results.append(capture.capture(site.env, site.t("cw")))
+        )
+        waiting.start()
+        time.sleep(2)  # it is waiting for the lock (before the fix: master read)
+        site.sql(f"INSERT INTO {master} VALUES (2, 2)")
+        meta = site.env.tables.load(site.t("cw"), fresh=True)
+        assert meta is not None
+        capture.capture_locked(site.env, mlog.load_log_for_write(site.env, site.t("cw")), meta)
+    waiting.join()
+    assert results and results[0].gap is None and results[0].snapshots == 0
+    assert "history lost" not in (site.log("cw").younger_reason or "")
+    site.refresh("cw", "v", method="fast")
 
 
 def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
