@@ -120,15 +120,6 @@ def usability_problem(
     went back (the log table rolled back or restored), and the same sequences now hold
     other changes."""
     state = log.state
-    through = state.last_sequence if read_through is None else read_through
-    if position is not None and position.last_sequence > through:
-        return Reason(
-            ReasonCode.LOG_YOUNGER,
-            f"the materialized view log {log.log_table} is younger than the view's last "
-            f"refresh (the view consumed its rows up to sequence {position.last_sequence}, "
-            f"and the log records {through}: the log was rolled back or restored; Oracle: "
-            "ORA-12034)",
-        )
     if position is None and last_refresh is not None and last_refresh < state.younger_than:
         return Reason(
             ReasonCode.LOG_YOUNGER,
@@ -141,6 +132,15 @@ def usability_problem(
             ReasonCode.LOG_YOUNGER,
             f"the materialized view log {log.log_table} is younger than the view's last "
             f"refresh ({why}; Oracle: ORA-12034)",
+        )
+    through = state.last_sequence if read_through is None else read_through
+    if position is not None and position.last_sequence > through:
+        return Reason(
+            ReasonCode.LOG_YOUNGER,
+            f"the materialized view log {log.log_table} is younger than the view's last "
+            f"refresh (the view consumed its rows up to sequence {position.last_sequence}, "
+            f"and the log records {through}: the log was rolled back or restored; Oracle: "
+            "ORA-12034)",
         )
     if str(mview) not in state.users or position is None:
         return Reason(
