@@ -475,12 +475,11 @@ def test_a_column_added_after_the_log_is_never_missed(site: Site) -> None:
     # that snapshot's schema, without the column; see the changelog.)
     site.sql(f"UPDATE {master} SET c = 4 WHERE id = 1")
     site.refresh("ac", "v")  # SELECT *: the new column, in a complete refresh
-    for value in (5, 6):
-        site.sql(f"UPDATE {master} SET c = {value} WHERE id = 1")
-        site.refresh("ac", "v")  # checks the view against its query
-        reason = site.last.reason
-        assert site.last.refresh_type == "COMPLETE" and reason is not None
-        assert reason.code is ReasonCode.LOG_BROKEN and "column(s) c" in reason.detail
+    site.sql(f"UPDATE {master} SET c = 5 WHERE id = 1")
+    site.refresh("ac", "v")  # checks the view against its query
+    reason = site.last.reason
+    assert site.last.refresh_type == "COMPLETE" and reason is not None
+    assert reason.code is ReasonCode.LOG_BROKEN and "column(s) c" in reason.detail
     with pytest.raises(FastRefreshError, match=r"(?s)column\(s\) c .*create_mview_log"):
         site.refresh("ac", "v", method="fast")
     mlog.drop_mview_log(site.env, master)
