@@ -315,12 +315,26 @@ def test_purge_log_mview_from_log_and_unregister(site: Site) -> None:
     assert site.last.reason is not None and site.last.reason.code is ReasonCode.NOT_REGISTERED
 
 
-def keyed_master_with_views(site: Site, master: str, views: tuple[str, ...]) -> str:
-    """A master keyed by ``id`` with its log and ``views`` built on it, then two rows
-    inserted (not yet captured); the master's full name."""
+def keyed_table(site: Site, master: str) -> str:
+    """A table ``(id INT NOT NULL, v INT)`` keyed by ``id``; its full name."""
     name = f"{site.schema}.{master}"
     site.sql(f"CREATE TABLE {name} (id INT NOT NULL, v INT) USING iceberg")
     site.sql(f"ALTER TABLE {name} SET IDENTIFIER FIELDS id")
+    return name
+
+
+def keyed_master(site: Site, master: str, rows: str = "(1, 1)") -> str:
+    """A keyed table holding ``rows``, with its log; its full name."""
+    name = keyed_table(site, master)
+    site.sql(f"INSERT INTO {name} VALUES {rows}")
+    site.create_log(master)
+    return name
+
+
+def keyed_master_with_views(site: Site, master: str, views: tuple[str, ...]) -> str:
+    """A master keyed by ``id`` with its log and ``views`` built on it, then two rows
+    inserted (not yet captured); the master's full name."""
+    name = keyed_table(site, master)
     site.create_log(master)
     for view in views:
         site.refresh(master, view)
@@ -440,11 +454,7 @@ def test_a_state_written_after_a_dead_capture_does_not_hide_its_rows(site: Site)
     the recorded state. A purge, or a view's registration, that records the log's state
     before the next capture must remove them first: recorded over them, the state would
     anchor past them, and the next capture would append the same commits again."""
-    master = f"{site.schema}.d"
-    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
-    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
-    site.sql(f"INSERT INTO {master} VALUES (1, 1)")
-    site.create_log("d")
+    master = keyed_master(site, "d")
     site.refresh("d", "v")
     for value in (2, 3):
         site.sql(f"INSERT INTO {master} VALUES ({value}, {value})")
@@ -464,11 +474,7 @@ def test_a_column_added_after_the_log_is_never_missed(site: Site) -> None:
     """Capture compares the columns the master had when its log was created: an update of
     a column added since is not logged. A view reading that column refreshes completely,
     naming the log to recreate, until the log is recreated; then it refreshes fast."""
-    master = f"{site.schema}.ac"
-    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, a INT) USING iceberg")
-    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
-    site.sql(f"INSERT INTO {master} VALUES (1, 1), (2, 2)")
-    site.create_log("ac")
+    master = keyed_master(site, "ac", rows="(1, 1), (2, 2)")
     site.refresh("ac", "v")
     site.sql(f"ALTER TABLE {master} ADD COLUMN c INT")
     # (A commit after the new column: a refresh pinned to a snapshot older than it reads
@@ -496,11 +502,7 @@ def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any) -> N
     ORA-12034). Java path: its state rolls back with the log's snapshots (the SQL path's
     property names a snapshot no longer on the history, and loading the log fails)."""
     site = Site(spark, "java")
-    master = f"{site.schema}.rb"
-    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
-    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
-    site.sql(f"INSERT INTO {master} VALUES (1, 1)")
-    site.create_log("rb")
+    master = keyed_master(site, "rb")
     site.refresh("rb", "v")
     site.refresh("rb", "w")
     site.sql(f"INSERT INTO {master} VALUES (2, 2)")
@@ -526,11 +528,7 @@ def test_a_capture_waiting_for_the_log_reads_the_master_after_the_wait(site: Sit
     newer master commit: read before the wait, the master would be behind the log, and
     the walk from the log's position back would take that for lost history (every view
     on the log rebuilt). Read after it, there is nothing left to capture."""
-    master = f"{site.schema}.cw"
-    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
-    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
-    site.sql(f"INSERT INTO {master} VALUES (1, 1)")
-    site.create_log("cw")
+    master = keyed_master(site, "cw")
     site.refresh("cw", "v")
     results: list[Any] = []
     with site.env.holding([mlog.log_lock(site.t("mlog__cw"))]):
@@ -551,11 +549,7 @@ def test_a_capture_waiting_for_the_log_reads_the_master_after_the_wait(site: Sit
 
 def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
     """Master dropped and recreated, or its snapshots expired: never a silent gap."""
-    master = f"{site.schema}.h"
-    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
-    site.sql(f"ALTER TABLE {master} SET IDENTIFIER FIELDS id")
-    site.sql(f"INSERT INTO {master} VALUES (1, 1)")
-    site.create_log("h")
+    master = keyed_master(site, "h")
     seen = site.refresh("h", "v")
 
     site.sql(f"DROP TABLE {master}")
