@@ -35,17 +35,17 @@ def qualify_tree(tree: exp.Expression, schema: dict[str, object]) -> exp.Express
 
 
 def first_offender(tree: exp.Expression) -> str | None:
+    """What a shape's planner does not take in the part of the query it plans (the
+    constructs no part of a query may hold are ``anywhere_offender``'s, which ``analyze``
+    asks first)."""
     checks: list[tuple[type[exp.Expression] | tuple[type[exp.Expression], ...], str]] = [
         (exp.With, "a WITH clause (CTE; also how dbt inlines ephemeral models)"),
         (exp.Window, "a window function (OVER ...)"),
-        (exp.Limit, "LIMIT"),
-        (exp.Offset, "OFFSET"),
         (exp.Lateral, "LATERAL VIEW / a generator"),
         ((exp.Explode, exp.Posexplode, exp.Inline), "a generator (explode/inline)"),
         (exp.Rollup, "ROLLUP"),
         (exp.Cube, "CUBE"),
         (exp.GroupingSets, "GROUPING SETS"),
-        (exp.TableSample, "TABLESAMPLE"),
     ]
     for kind, why in checks:
         kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -57,16 +57,6 @@ def first_offender(tree: exp.Expression) -> str | None:
     for node in tree.find_all(exp.In):
         if node.args.get("query") is not None:
             return "a subquery (IN (SELECT ...))"
-    return _nondeterministic(tree)
-
-
-def _nondeterministic(tree: exp.Expr) -> str | None:
-    for func in tree.find_all(exp.Func):
-        name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
-        if name in NONDETERMINISTIC or isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
-            return f"the non-deterministic function {name}()"
-        if isinstance(func, (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)):
-            return f"the non-deterministic function {name}()"
     return None
 
 
@@ -75,9 +65,12 @@ def anywhere_offender(tree: exp.Expr) -> str | None:
     a refresh recomputes only what its changed rows reach, so a result that changes with
     the clock or by chance (``current_date()``, ``rand()``, a sample, the rows a LIMIT or
     OFFSET picks) would go stale wherever it sits."""
-    found = _nondeterministic(tree)
-    if found:
-        return found
+    for func in tree.find_all(exp.Func):
+        name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
+        if name in NONDETERMINISTIC or isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
+            return f"the non-deterministic function {name}()"
+        if isinstance(func, (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)):
+            return f"the non-deterministic function {name}()"
     for kind, why in (
         (exp.TableSample, "TABLESAMPLE"),
         (exp.Limit, "LIMIT"),

@@ -126,7 +126,6 @@ def _body(node: exp.Expression) -> exp.Select:
         ("joins", "joins tables"),
         ("group", "has GROUP BY"),
         ("having", "has HAVING"),
-        ("limit", "has LIMIT"),
         ("with_", "has a WITH clause"),
     ):
         if body.args.get(arg):
