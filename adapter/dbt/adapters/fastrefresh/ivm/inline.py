@@ -6,7 +6,8 @@ ephemeral models into CTEs. Their shape is the query underneath, so each referen
 CTE becomes a copy of the CTE's query (a derived table), and sqlglot's
 ``merge_subqueries`` merges every derived table that is a projection and filter of its
 inputs into the query that reads it. What cannot be merged (a derived table that
-aggregates, is DISTINCT, or uses a window or LIMIT) stays, and the planner names it.
+aggregates, is DISTINCT, or uses a window) stays, and the planner names it (a LIMIT
+anywhere is refused before: ``checks.anywhere_offender``).
 """
 
 from __future__ import annotations
