@@ -3,7 +3,9 @@ kind: ``SELECT DISTINCT`` over a ``GROUP BY`` (the DISTINCT matters only when a 
 expression is not output; such a view refreshes completely), ``count`` of several
 arguments (the rows where none is NULL, recomputed per changed group), and a window's
 derived table aliased as its table (the outer query's columns were taken for the
-master's, and every fast refresh failed)."""
+master's, and every fast refresh failed). And the shapes the planner learned from it: a
+filtered CTE or derived table an outer join extends with NULLs (the dbt model's "customers
+left join completed orders"), whose filter goes into the join's ON, and ``GROUP BY ALL``."""
 
 from __future__ import annotations
 
@@ -60,3 +62,73 @@ def test_edge_shapes_equal_their_queries(spark: Any) -> None:
                 spark, env, TableName(schema, name), sql.format(m=master), exists=True,
                 expect=expect,
             )  # fmt: skip
+
+
+ORDERS_VIEWS = {
+    "completed_left": (
+        "WITH completed AS (SELECT * FROM {o} WHERE status = 'done' OR amount > 50) "
+        "SELECT c.id AS customer_id, c.region, o.id AS order_id, o.amount FROM {c} c "
+        "LEFT JOIN completed o ON o.customer = c.id"
+    ),
+    # A preserved side's condition in ON beside the moved filter: customers outside
+    # region 'n' are kept, never matched.
+    "completed_left_in_region": (
+        "SELECT c.id AS customer_id, o.id AS order_id FROM {c} c LEFT JOIN (SELECT id, "
+        "customer FROM {o} WHERE status = 'done') o ON (o.customer = c.id AND c.region = 'n')"
+    ),
+    "completed_right": (
+        "SELECT c.id AS customer_id, o.id AS order_id, o.status FROM (SELECT * FROM {o} "
+        "WHERE status <> 'void') o RIGHT JOIN {c} c USING (id)"
+    ),
+    "completed_by_region": (
+        "WITH completed AS (SELECT * FROM {o} WHERE status = 'done') SELECT c.region, "
+        "count(o.id) AS n, sum(o.amount) AS total FROM {c} c LEFT JOIN completed o "
+        "ON o.customer = c.id GROUP BY ALL"
+    ),
+    "by_status": ("SELECT status, amount > 50 AS big, count(*) AS n, max(amount) AS top "
+                  "FROM {o} GROUP BY ALL"),
+}  # fmt: skip
+
+
+def test_filtered_outer_join_sides_and_group_by_all_equal_their_queries(spark: Any) -> None:
+    schema = "shape_edges_join"
+    orders, customers = f"{schema}.orders", f"{schema}.customers"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {customers} (id BIGINT NOT NULL, region STRING) USING iceberg")
+    spark.sql(
+        f"CREATE TABLE {orders} (id BIGINT NOT NULL, customer BIGINT, status STRING, "
+        "amount INT) USING iceberg"
+    )
+    spark.sql(f"INSERT INTO {customers} VALUES (1, 'n'), (2, 's'), (3, 'n'), (4, NULL)")
+    spark.sql(
+        f"INSERT INTO {orders} VALUES (10, 1, 'done', 10), (11, 1, 'open', 60), "
+        "(12, 2, 'void', 5), (13, 3, 'done', 70), (14, NULL, 'done', 1)"
+    )
+    env = env_for(spark, f"{schema}_registry", "java")
+    mlog.create_mview_log(env, orders, key=["id"])
+    mlog.create_mview_log(env, customers, key=["id"])
+    queries = {name: sql.format(o=orders, c=customers) for name, sql in ORDERS_VIEWS.items()}
+    for name, sql in queries.items():
+        refresh_and_check(spark, env, TableName(schema, name), sql, exists=False, expect="COMPLETE")
+    rounds = [
+        [  # an order becomes completed, one stops being; a new customer
+            f"UPDATE {orders} SET status = 'done' WHERE id = 11",
+            f"UPDATE {orders} SET status = 'open', amount = 20 WHERE id = 10",
+            f"INSERT INTO {customers} VALUES (5, 'n')",
+        ],
+        [  # its orders, a customer leaves region 'n', orders move to another customer
+            f"INSERT INTO {orders} VALUES (15, 5, 'done', 3), (16, 4, 'void', 99), "
+            "(17, 2, 'done', 0)",
+            f"UPDATE {customers} SET region = 's' WHERE id = 1",
+            f"UPDATE {orders} SET customer = 3 WHERE id IN (13, 14)",
+        ],
+        [
+            f"DELETE FROM {customers} WHERE id = 3",
+            f"DELETE FROM {orders} WHERE status = 'void' OR id = 17",
+        ],
+    ]
+    for statements in rounds:
+        for statement in statements:
+            spark.sql(statement)
+        for name, sql in queries.items():
+            refresh_and_check(spark, env, TableName(schema, name), sql, exists=True, expect="FAST")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
+from sqlglot import exp
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.analysis import analyze, query_hash, tables_of
@@ -614,6 +615,85 @@ def test_outer_joins_keep_the_preserved_sides_key_and_the_join_equalities() -> N
 def test_outer_joins_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:
     p = plan(sql)
     assert p.shape == "unsupported" and construct in (p.reason or ""), p.reason
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # The dbt model: customers left-joined to an import CTE of completed orders.
+        "with completed as (select * from shop.orders where status = 'completed' or amount "
+        "> 100) select c.customer_id, c.region, o.order_id, o.amount from shop.customers c "
+        "left join completed o on o.customer_id = c.customer_id",
+        "select c.customer_id, c.region, o.order_id, o.amount from shop.customers c left join "
+        "(select order_id, customer_id, amount from shop.orders where status = 'completed' or "
+        "amount > 100) o using (customer_id)",
+        "select c.customer_id, c.region, o.order_id, o.amount from (select * from "
+        "shop.orders where status = 'completed' or amount > 100) o right join "
+        "shop.customers c on o.customer_id = c.customer_id",
+    ],
+)
+def test_a_filtered_derived_table_an_outer_join_extends_with_nulls_filters_its_on(
+    sql: str,
+) -> None:
+    """Its WHERE goes into the join's ON (merged into the WHERE it would drop the
+    customers without such orders), parenthesized."""
+    p = plan(sql)
+    assert p.shape == "outer_join" and p.outer is not None, p.reason
+    assert p.outer.preserved == ((0,) if " left join " in sql else (1,))
+    assert [sorted((a.sql(), b.sql())) for a, b in p.outer.pairs] == [
+        ["c.customer_id", "orders.customer_id"]
+    ]
+    on = p.tree.find(exp.Join).args["on"].sql()
+    assert on.endswith("AND (orders.status = 'completed' OR orders.amount > 100)"), on
+    assert p.tree.find(exp.Where) is None and p.tree.find(exp.Subquery) is None
+
+
+def test_join_equalities_are_found_inside_parenthesized_conjunctions() -> None:
+    p = plan(
+        "select c.customer_id, o.order_id from shop.customers c left join shop.orders o on "
+        "(c.customer_id = o.customer_id and c.region = 'q') and o.status = 'z'"
+    )
+    assert p.outer is not None
+    assert [(a.sql(), b.sql()) for a, b in p.outer.pairs] == [("c.customer_id", "o.customer_id")]
+
+
+@pytest.mark.parametrize(
+    ("sql", "because"),
+    [
+        ("select c.customer_id, o.order_id from shop.customers c full join (select order_id, "
+         "customer_id from shop.orders where status = 'x') o on o.customer_id = c.customer_id",
+         "it filters a table a RIGHT or FULL OUTER join keeps every row of"),
+        ("select c.customer_id, o.order_id from shop.customers c join (select o.order_id, "
+         "o.customer_id from shop.orders o join shop.customers d on d.customer_id = "
+         "o.customer_id) o on o.customer_id = c.customer_id",
+         "it joins tables itself and is joined to another"),
+        ("select * from (select status from shop.orders union all select region from "
+         "shop.customers) u join shop.customers c on c.region = u.status",
+         "it is a set operation"),
+        ("select * from (select distinct status from shop.orders) u join shop.customers c "
+         "on c.region = u.status", "it is SELECT DISTINCT"),
+        ("with x as (select status, count(*) n from shop.orders group by status) "
+         "select * from x where n > 1", "it aggregates"),
+    ],
+)  # fmt: skip
+def test_a_derived_table_left_unmerged_is_named_with_its_reason(sql: str, because: str) -> None:
+    p = plan(sql)
+    assert p.shape == "unsupported" and "which cannot be merged into it: " + because in (
+        p.reason or ""
+    ), p.reason
+
+
+def test_group_by_all_groups_by_the_outputs_without_aggregates() -> None:
+    p = plan("select c.region, upper(c.region) r2, count(*) n from shop.customers c group by all")
+    assert p.shape == "aggregate" and [g.sql() for g in p.group_nodes] == [
+        "c.region", "UPPER(c.region)"
+    ]  # fmt: skip
+    whole = plan("select count(*) n, sum(amount) s from shop.orders group by all")
+    assert whole.shape == "aggregate" and not whole.groups
+    constant = plan("select 'x' label, status, count(*) n from shop.orders group by all")
+    assert constant.shape == "unsupported" and "GROUP BY ALL with the constant output label" in (
+        constant.reason or ""
+    )
 
 
 def test_an_aggregate_over_an_outer_join_groups_by_one_side_and_is_recomputed() -> None:

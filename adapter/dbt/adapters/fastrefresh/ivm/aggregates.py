@@ -136,6 +136,26 @@ def plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
     )  # fmt: skip
 
 
+def explicit_group_by_all(tree: exp.Select) -> exp.Select:
+    """``tree`` with a ``GROUP BY ALL`` written out: Spark groups by every output that
+    contains no aggregate function, or aggregates globally when none is left. A constant
+    output would be a constant group (no row at all over an empty input), which the
+    planner does not keep as one: it is refused, asking for the expressions."""
+    group = tree.args.get("group")
+    if group is None or not group.args.get("all") or group.expressions:
+        return tree
+    groups = [s.unalias() for s in tree.expressions if s.find(exp.AggFunc) is None]
+    for select in tree.expressions:
+        if select.find(exp.AggFunc) is None and select.find(exp.Column) is None:
+            raise Refused(
+                f"GROUP BY ALL with the constant output {select.alias_or_name}; write the "
+                "GROUP BY expressions out"
+            )
+    tree = tree.copy()
+    tree.set("group", exp.Group(expressions=[g.copy() for g in groups]) if groups else None)
+    return tree
+
+
 def _groups(qualified: exp.Select) -> list[exp.Expression]:
     """The aggregate's group expressions: GROUP BY's, or under DISTINCT the outputs."""
     group_node = qualified.args.get("group")

@@ -27,7 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
-from dbt.adapters.fastrefresh.ivm.aggregates import plan_aggregate
+from dbt.adapters.fastrefresh.ivm.aggregates import explicit_group_by_all, plan_aggregate
 from dbt.adapters.fastrefresh.ivm.checks import (
     Refused,
     anywhere_offender,
@@ -122,6 +122,8 @@ def _plan(
         return plan_union(sql, tree, branch)
     if needs_inlining(tree):
         tree = _inlined(tree, masters, master_columns)
+    if isinstance(tree, exp.Select):
+        tree = explicit_group_by_all(tree)
     if isinstance(tree, exp.Select) and has_window(tree):
         return _plan_window(sql, tree, master_columns)
     if not isinstance(tree, exp.Select):
@@ -227,9 +229,10 @@ def _inlined(
         raise Refused(f"the query uses CTEs or derived tables, and {exc}") from exc
     left = derived_table(merged)
     if left is not None and not (isinstance(merged, exp.Select) and has_window(merged)):
+        name, because = left
         raise Refused(
-            f"the query reads the CTE or derived table {left}, which cannot be merged into it "
-            "(it aggregates, is DISTINCT, or uses a window, LIMIT or set operation)"
+            f"the query reads the CTE or derived table {name}, which cannot be merged into "
+            f"it: {because}"
         )
     return merged
 

@@ -6,7 +6,7 @@ ephemeral models into CTEs. Their shape is the query underneath, so each referen
 CTE becomes a copy of the CTE's query (a derived table), and sqlglot's
 ``merge_subqueries`` merges every derived table that is a projection and filter of its
 inputs into the query that reads it. What cannot be merged (a derived table that
-aggregates, is DISTINCT, or uses a window) stays, and the planner names it (a LIMIT
+aggregates, is DISTINCT, or uses a window) stays, and the planner names it and why (a LIMIT
 anywhere is refused before: ``checks.anywhere_offender``).
 """
 
@@ -75,7 +75,55 @@ def inline(tree: exp.Expr, columns: Mapping[TableName, list[Column]]) -> exp.Exp
         )  # fmt: skip
     except SqlglotError as exc:
         raise InlineError(f"its CTEs or derived tables could not be resolved ({exc})") from exc
-    return merge_subqueries(_ctes_as_derived_tables(qualified), leave_tables_isolated=False)
+    merged = _filters_into_on(_ctes_as_derived_tables(qualified))
+    return merge_subqueries(merged, leave_tables_isolated=False)
+
+
+# The name a moved filter goes by until ``merge_subqueries`` puts it in its place.
+_MOVED_FILTER = f"{HIDDEN_PREFIX}on"
+
+
+def _filters_into_on(tree: exp.Expr) -> exp.Expr:
+    """A filtered derived table on the NULL-supplying side of an outer join, with its WHERE
+    moved into the join's ON condition, where ``merge_subqueries`` can merge it (it leaves a
+    WHERE there alone: merged into the outer WHERE it would drop the NULL-extended rows).
+
+    ``a LEFT JOIN (SELECT ... FROM t WHERE p) b ON c`` keeps every row of ``a`` and matches
+    it with the rows of ``t`` where ``p`` is true, as ``a LEFT JOIN t b ON c AND p`` does:
+    the dbt model that left-joins an import CTE filtered to, say, completed orders. So does
+    the FROM side of a single RIGHT JOIN. A FULL JOIN's sides are both preserved, and a
+    derived table that groups, is DISTINCT or uses a window filters before it computes, so
+    those stay as written (and are named by the planner). The filter becomes the derived
+    table's output ``__fr_on``, which the ON condition reads; merging puts the filter's
+    expression, over the merged table, in its place."""
+    for select in list(tree.find_all(exp.Select)):
+        joins = select.args.get("joins") or []
+        for join in joins:
+            if join.side == "LEFT":
+                _move_filter(join.this, join)
+        if len(joins) == 1 and joins[0].side == "RIGHT":
+            _move_filter(select.args["from_"].this, joins[0])
+    return tree
+
+
+def _move_filter(side: exp.Expr, join: exp.Join) -> None:
+    inner = side.this if isinstance(side, exp.Subquery) else None
+    on = join.args.get("on")
+    if (
+        not isinstance(inner, exp.Select)
+        or on is None
+        or inner.args.get("where") is None
+        or inner.args.get("joins")
+        or any(inner.args.get(k) for k in ("group", "having", "distinct", "qualify", "limit"))
+        or any(s.find(exp.AggFunc, exp.Window) for s in inner.expressions)
+    ):
+        return
+    # Parenthesized: merging puts it in place of a column, as an operand of the AND.
+    condition = exp.Paren(this=inner.args["where"].this.pop())
+    inner.set("where", None)
+    inner.append("expressions", exp.alias_(condition, _MOVED_FILTER))
+    moved = exp.column(_MOVED_FILTER, table=side.alias_or_name)
+    join.set("on", exp.and_(on.copy(), moved))  # wraps an OR of either side in parentheses
 
 
 def _ctes_as_derived_tables(tree: exp.Expr) -> exp.Expr:
@@ -103,10 +151,35 @@ def _replace_references(tree: exp.Expr, bodies: Mapping[str, exp.Expr]) -> None:
             table.replace(exp.Subquery(this=body.copy(), alias=alias))
 
 
-def derived_table(tree: exp.Expr) -> str | None:
+def derived_table(tree: exp.Expr) -> tuple[str, str] | None:
     """The alias of a derived table ``tree`` still reads, if any (one that could not be
-    merged)."""
+    merged), and why it could not be, in words that end the planner's refusal."""
     for sub in tree.find_all(exp.Subquery):
         if isinstance(sub.parent, exp.From | exp.Join):
-            return sub.alias_or_name or "(unnamed)"
+            return sub.alias_or_name or "(unnamed)", _unmerged_because(sub)
     return None
+
+
+def _unmerged_because(sub: exp.Subquery) -> str:
+    inner = sub.this
+    if isinstance(inner, exp.SetOperation):
+        return "it is a set operation (UNION, INTERSECT or EXCEPT)"
+    if not isinstance(inner, exp.Select):
+        return f"it is a {type(inner).__name__.upper()}"
+    if inner.args.get("group") or any(s.find(exp.AggFunc) for s in inner.expressions):
+        return "it aggregates (GROUP BY or an aggregate function)"
+    if inner.args.get("distinct"):
+        return "it is SELECT DISTINCT"
+    if any(s.find(exp.Window) for s in inner.expressions):
+        return "it uses a window function"
+    if isinstance(sub.parent, exp.Join) and inner.args.get("joins"):
+        return (
+            "it joins tables itself and is joined to another; write its tables into the "
+            "query's own FROM and JOIN clauses"
+        )
+    if inner.args.get("where"):
+        return (
+            "it filters a table a RIGHT or FULL OUTER join keeps every row of, and merged "
+            "its filter would change which rows the join keeps"
+        )
+    return "it is not only a projection and filter of its tables"

@@ -56,12 +56,18 @@ class SemiJoin:
 
 
 def conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
-    """The top-level AND terms of a WHERE condition."""
+    """The top-level AND terms of a WHERE condition, through parentheses: the terms of
+    ``(a AND b) AND c`` are ``a``, ``b`` and ``c``."""
     if where is None:
         return []
     body = where.this if isinstance(where, exp.Where) else where
     if isinstance(body, exp.And):
-        return [t for t in body.flatten() if isinstance(t, exp.Expression)]
+        return [
+            t
+            for part in body.flatten()
+            if isinstance(part, exp.Expression)
+            for t in conjuncts(part)
+        ]
     return [body]
 
 
