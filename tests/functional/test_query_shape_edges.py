@@ -85,6 +85,12 @@ ORDERS_VIEWS = {
         "count(o.id) AS n, sum(o.amount) AS total FROM {c} c LEFT JOIN completed o "
         "ON o.customer = c.id GROUP BY ALL"
     ),
+    # A joined intermediate model of inner joins: merged from the front.
+    "orders_with_region": (
+        "WITH oc AS (SELECT o.id, o.amount, c.region, o.customer FROM {o} o JOIN {c} c "
+        "ON c.id = o.customer WHERE o.status <> 'void') SELECT d.id AS customer_id, "
+        "oc.id AS order_id, oc.region, oc.amount FROM {c} d JOIN oc ON oc.customer = d.id"
+    ),
     "by_status": ("SELECT status, amount > 50 AS big, count(*) AS n, max(amount) AS top "
                   "FROM {o} GROUP BY ALL"),
 }  # fmt: skip

@@ -663,10 +663,11 @@ def test_join_equalities_are_found_inside_parenthesized_conjunctions() -> None:
         ("select c.customer_id, o.order_id from shop.customers c full join (select order_id, "
          "customer_id from shop.orders where status = 'x') o on o.customer_id = c.customer_id",
          "it filters a table a RIGHT or FULL OUTER join keeps every row of"),
-        ("select c.customer_id, o.order_id from shop.customers c join (select o.order_id, "
-         "o.customer_id from shop.orders o join shop.customers d on d.customer_id = "
-         "o.customer_id) o on o.customer_id = c.customer_id",
-         "it joins tables itself and is joined to another"),
+        ("select c.customer_id, o.order_id from shop.customers c left join (select "
+         "o.order_id, o.customer_id from shop.orders o join shop.customers d on "
+         "d.customer_id = o.customer_id) o on o.customer_id = c.customer_id",
+         "it joins tables itself and is joined to another, which is merged only when every "
+         "join of the query and of the derived table is an inner join"),
         ("select * from (select status from shop.orders union all select region from "
          "shop.customers) u join shop.customers c on c.region = u.status",
          "it is a set operation"),
@@ -681,6 +682,24 @@ def test_a_derived_table_left_unmerged_is_named_with_its_reason(sql: str, becaus
     assert p.shape == "unsupported" and "which cannot be merged into it: " + because in (
         p.reason or ""
     ), p.reason
+
+
+def test_a_joined_derived_table_of_inner_joins_is_merged_from_the_front() -> None:
+    """An inner join's tables can come in any order: the derived table goes first, where
+    its joins merge, and the query's first table is joined on the derived table's ON."""
+    p = plan(
+        "with oc as (select o.order_id, o.amount, c.region, o.customer_id from shop.orders o "
+        "join shop.customers c on c.customer_id = o.customer_id where o.status = 'done') "
+        "select d.customer_id, oc.order_id, oc.region from shop.customers d join oc "
+        "on oc.customer_id = d.customer_id"
+    )
+    assert p.shape == "join", p.reason
+    assert p.tree.sql() == (
+        "SELECT d.customer_id AS customer_id, o.order_id AS order_id, c.region AS region "
+        "FROM shop.orders AS o JOIN shop.customers AS c ON c.customer_id = o.customer_id "
+        "JOIN shop.customers AS d ON o.customer_id = d.customer_id WHERE o.status = 'done'"
+    )
+    assert p.view_columns[:3] == ("customer_id", "order_id", "region")
 
 
 def test_group_by_all_groups_by_the_outputs_without_aggregates() -> None:

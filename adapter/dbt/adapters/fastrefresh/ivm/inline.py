@@ -75,7 +75,7 @@ def inline(tree: exp.Expr, columns: Mapping[TableName, list[Column]]) -> exp.Exp
         )  # fmt: skip
     except SqlglotError as exc:
         raise InlineError(f"its CTEs or derived tables could not be resolved ({exc})") from exc
-    merged = _filters_into_on(_ctes_as_derived_tables(qualified))
+    merged = _joined_joins_first(_filters_into_on(_ctes_as_derived_tables(qualified)))
     return merge_subqueries(merged, leave_tables_isolated=False)
 
 
@@ -104,6 +104,47 @@ def _filters_into_on(tree: exp.Expr) -> exp.Expr:
         if len(joins) == 1 and joins[0].side == "RIGHT":
             _move_filter(select.args["from_"].this, joins[0])
     return tree
+
+
+def _joined_joins_first(tree: exp.Expr) -> exp.Expr:
+    """A query of inner joins only that joins a derived table of inner joins, with that
+    table moved to the front (``FROM``) and its ``FROM`` table joined on the derived
+    table's ``ON``: ``merge_subqueries`` merges the joins of a derived table read in
+    ``FROM`` but not of one that is joined (the derived table's columns in the ``ON``
+    could come from any of its tables). An inner join's tables can come in any order, and
+    every ``ON`` still comes after the tables it reads: the joined intermediate model of a
+    dbt project (``with order_items as (select ... from orders join items ...) select ...
+    from customers join order_items ...``)."""
+    for select in list(tree.find_all(exp.Select)):
+        joins = select.args.get("joins") or []
+        first = select.args.get("from_")
+        if first is None or _has_joins(first.this) or not all(_is_inner(j) for j in joins):
+            continue
+        nested = [j for j in joins if _has_joins(j.this)]
+        if len(nested) != 1:
+            continue
+        join = nested[0]
+        inner = join.this.this
+        if not all(_is_inner(j) for j in inner.args.get("joins")) or any(
+            inner.args.get(k) for k in ("group", "having", "distinct", "qualify", "limit")
+        ):
+            continue
+        table, derived = first.this, join.this
+        table.replace(derived.copy())
+        derived.replace(table)
+    return tree
+
+
+def _has_joins(source: exp.Expr) -> bool:
+    return (
+        isinstance(source, exp.Subquery)
+        and isinstance(source.this, exp.Select)
+        and bool(source.this.args.get("joins"))
+    )
+
+
+def _is_inner(join: exp.Join) -> bool:
+    return not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")
 
 
 def _move_filter(side: exp.Expr, join: exp.Join) -> None:
@@ -174,8 +215,9 @@ def _unmerged_because(sub: exp.Subquery) -> str:
         return "it uses a window function"
     if isinstance(sub.parent, exp.Join) and inner.args.get("joins"):
         return (
-            "it joins tables itself and is joined to another; write its tables into the "
-            "query's own FROM and JOIN clauses"
+            "it joins tables itself and is joined to another, which is merged only when "
+            "every join of the query and of the derived table is an inner join and no "
+            "other derived table of the query joins tables"
         )
     if inner.args.get("where"):
         return (
