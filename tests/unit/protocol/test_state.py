@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from dbt.adapters.fastrefresh.iceberg.tables import (
@@ -33,6 +34,9 @@ def test_states_round_trip_through_json() -> None:
         ("k", "v"), False, T0, "inc", PurgeMode.SYNCHRONOUS,
     )  # fmt: skip
     assert LogConfig.from_json(config.to_json()) == config
+    assert "master_field_ids" not in config.to_json()  # a SQL-path log's, as before
+    with_ids = dataclasses.replace(config, master_field_ids=(1, 2))
+    assert LogConfig.from_json(with_ids.to_json()) == with_ids
     state = new_log_state(T0, 5).replace(
         users={"s.v": Claim(T0, 3, T1)}, last_purge_time=T1, snapshot=9
     )

@@ -4,7 +4,7 @@ Snapshots, keys and properties come through ``iceberg/tables.py`` (the SQL path 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dbt.adapters.fastrefresh.runtime.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, string
@@ -18,6 +18,10 @@ PRUNABLE_TYPES = ("tinyint", "smallint", "int", "bigint", "date", "timestamp", "
 class Column:
     name: str
     type: str
+    # Iceberg's field id (the Java path reads it; None on the SQL path). Not part of the
+    # column's identity: a column dropped and added again has the same name and type and
+    # a new id, which only ``mlog.ddl.log_mismatch`` asks about.
+    field_id: int | None = field(default=None, compare=False)
 
     @property
     def prunable(self) -> bool:

@@ -88,6 +88,7 @@ class _Handles:
         self.array_list = jvm.java.util.ArrayList
         self.utf8 = jvm.java.nio.charset.StandardCharsets.UTF_8
         self.snapshot_parser = jvm.org.apache.iceberg.SnapshotParser
+        self.schema_parser = jvm.org.apache.iceberg.SchemaParser
         self.json = jvm.org.apache.iceberg.util.JsonUtil.mapper()
         self.schema_util = jvm.org.apache.iceberg.spark.SparkSchemaUtil
         self.expressions = jvm.org.apache.iceberg.expressions.Expressions
@@ -213,7 +214,14 @@ class JvmTables:
         if cached is None:
             struct = self.h.schema_util.convert(schema)
             fields = json.loads(struct.json())["fields"]
-            cached = tuple(mt.Column(f["name"].lower(), catalog_type(f["type"])) for f in fields)
+            ids = {
+                f["name"].lower(): int(f["id"])
+                for f in json.loads(self.h.schema_parser.toJson(schema))["fields"]
+            }
+            cached = tuple(
+                mt.Column(f["name"].lower(), catalog_type(f["type"]), ids.get(f["name"].lower()))
+                for f in fields
+            )
             _SCHEMAS[key] = cached
         return cached
 

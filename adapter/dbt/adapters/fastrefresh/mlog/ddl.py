@@ -150,14 +150,22 @@ def commit_with_state(
 
 def log_mismatch(log: LoadedLog, master: TableMeta) -> str | None:
     """How the master's columns no longer fit its log (None: they do): columns dropped or
-    renamed since the log was created, or logged columns whose type changed (the log's
-    column keeps the old type, so capture could not write the new values)."""
+    renamed since the log was created, dropped and added again (Java path: a new field
+    id), or logged columns whose type changed (the log's column keeps the old type, so
+    capture could not write the new values)."""
     current = {c.name: c for c in master.columns}
     missing = [c for c in log.config.master_columns if c not in current]
     if missing:
         return (
             f"column(s) {', '.join(missing)} of {log.master} were dropped or renamed since its "
             f"log {log.log_table} was created"
+        )
+    readded = _readded(log, current)
+    if readded:
+        return (
+            f"column(s) {', '.join(readded)} of {log.master} were dropped and added again "
+            f"since its log {log.log_table} was created (their old values are gone without "
+            "a commit to capture)"
         )
     logged = {c.name: c.type for c in log.meta.columns}
     retyped = [
@@ -171,6 +179,20 @@ def log_mismatch(log: LoadedLog, master: TableMeta) -> str | None:
             f"{log.log_table} was created"
         )
     return None
+
+
+def _field_ids(meta: TableMeta) -> tuple[int, ...]:
+    """The master's columns' field ids in table order, if the path read them all."""
+    ids = [c.field_id for c in meta.columns]
+    return tuple(i for i in ids if i is not None) if None not in ids else ()
+
+
+def _readded(log: LoadedLog, current: Mapping[str, mt.Column]) -> list[str]:
+    """Master columns whose Iceberg field id is not the one they had at the log's
+    creation: dropped and added again under the same name (and maybe type), their old
+    values gone without a commit for capture to see. Only where both ids are known."""
+    recorded = zip(log.config.master_columns, log.config.master_field_ids, strict=False)
+    return [n for n, i in recorded if current[n].field_id not in (None, i)]
 
 
 def recreate_fix(master: TableName) -> str:
@@ -324,7 +346,7 @@ def create_mview_log(
             flavour=Flavour.COMMIT_SCN if commit_scn else Flavour.TIMESTAMP,
             key_columns=tuple(key_columns), logged_columns=tuple(logged),
             master_columns=tuple(names), keyless=not key_columns, created=created,
-            incarnation=uuid.uuid4().hex, purge=mode,
+            incarnation=uuid.uuid4().hex, purge=mode, master_field_ids=_field_ids(meta),
         )  # fmt: skip
         env.sql.execute(_create_sql(config, meta, new_log_state(created, meta.current_snapshot)))
         env.runtime.chosen.pop(str(log_table), None)

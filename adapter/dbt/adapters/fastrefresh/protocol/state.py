@@ -88,6 +88,9 @@ class LogConfig:
     created: dt.datetime
     incarnation: str  # unique per creation: a recreated log is another log
     purge: PurgeMode = PurgeMode.DEFERRED
+    # The master columns' Iceberg field ids at creation, in ``master_columns``' order
+    # (empty when the log was created on the SQL path, which reads none).
+    master_field_ids: tuple[int, ...] = ()
 
     @property
     def commit_scn(self) -> bool:
@@ -111,6 +114,11 @@ class LogConfig:
                 "created": stamp(self.created),
                 "incarnation": self.incarnation,
                 "purge": self.purge.value,
+                **(
+                    {"master_field_ids": list(self.master_field_ids)}
+                    if self.master_field_ids
+                    else {}
+                ),
             }
         )
 
@@ -128,6 +136,7 @@ class LogConfig:
             created=_req_stamp(d["created"]),
             incarnation=d["incarnation"],
             purge=PurgeMode(d.get("purge", PurgeMode.DEFERRED.value)),
+            master_field_ids=tuple(int(i) for i in d.get("master_field_ids", ())),
         )
 
 
