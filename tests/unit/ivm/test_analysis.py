@@ -674,7 +674,9 @@ def test_join_equalities_are_found_inside_parenthesized_conjunctions() -> None:
         ("select * from (select distinct status from shop.orders) u join shop.customers c "
          "on c.region = u.status", "it is SELECT DISTINCT"),
         ("with x as (select status, count(*) n from shop.orders group by status) "
-         "select * from x where n > 1", "it aggregates"),
+         "select * from x where n > 1",
+         "it aggregates (GROUP BY or an aggregate function). Fix: make it a fast_refresh "
+         "model of its own and ref() it here"),
     ],
 )  # fmt: skip
 def test_a_derived_table_left_unmerged_is_named_with_its_reason(sql: str, because: str) -> None:

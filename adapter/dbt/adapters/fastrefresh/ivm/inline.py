@@ -208,7 +208,10 @@ def _unmerged_because(sub: exp.Subquery) -> str:
     if not isinstance(inner, exp.Select):
         return f"it is a {type(inner).__name__.upper()}"
     if inner.args.get("group") or any(s.find(exp.AggFunc) for s in inner.expressions):
-        return "it aggregates (GROUP BY or an aggregate function)"
+        return (
+            "it aggregates (GROUP BY or an aggregate function). Fix: make it a fast_refresh "
+            "model of its own and ref() it here (a view over views refreshes fast)"
+        )
     if inner.args.get("distinct"):
         return "it is SELECT DISTINCT"
     if any(s.find(exp.Window) for s in inner.expressions):
