@@ -609,7 +609,8 @@ def test_outer_joins_keep_the_preserved_sides_key_and_the_join_equalities() -> N
          "on o.customer_id > c.customer_id", "no equality"),
         ("select o.order_id, c.region from shop.orders o left join shop.customers c "
          "on o.customer_id = c.customer_id join shop.customers d on d.customer_id = "
-         "o.customer_id", "LEFT OUTER join (only inner joins refresh fast)"),
+         "o.customer_id", "LEFT OUTER join beside other joins (an outer join refreshes fast "
+         "as the one join of two tables"),
     ],
 )  # fmt: skip
 def test_outer_joins_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:

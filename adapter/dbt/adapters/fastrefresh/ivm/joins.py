@@ -36,7 +36,10 @@ def _join_offender(join: exp.Join, *, outer: bool = False) -> str | None:
     if kind in ("SEMI", "ANTI"):
         return f"a {side} {kind} join".replace("  ", " ")
     if side:
-        return f"a {side} OUTER join (only inner joins refresh fast)"
+        return (
+            f"a {side} OUTER join beside other joins (an outer join refreshes fast as the one "
+            "join of two tables; joining more tables, every join must be inner)"
+        )
     if kind not in ("", "INNER", "CROSS"):
         return f"a {kind} join"
     return None
