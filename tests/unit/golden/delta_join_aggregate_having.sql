@@ -88,7 +88,9 @@ USING (
       __fr_g_0,
       COALESCE(SUM(__fr_sign), 0) AS __fr_d_count,
       COALESCE(SUM(IF(__fr_a_0 IS NULL, 0, __fr_sign)), 0) AS __fr_d_cnt_0,
-      SUM(__fr_sign * __fr_a_0) AS __fr_d_sum_0
+      SUM(
+        IF(__fr_sign > 0, CAST(__fr_a_0 AS DECIMAL(20, 2)), -CAST(__fr_a_0 AS DECIMAL(20, 2)))
+      ) AS __fr_d_sum_0
     FROM __fr_rows
     GROUP BY
       __fr_g_0

@@ -129,13 +129,13 @@ USING (
     re.`mx`,
     re.`c`,
     re.`__fr_count`,
-    ag.__fr_g_0,
+    ag.__fr_g_0 AS __fr_k_0,
     re.__fr_count IS NULL AS __fr_gone
   FROM __fr_ag AS ag
   LEFT JOIN __fr_re AS re
     ON re.`g` IS NOT DISTINCT FROM ag.__fr_g_0
 ) AS s
-ON t.`g` IS NOT DISTINCT FROM s.__fr_g_0
+ON t.`g` IS NOT DISTINCT FROM s.__fr_k_0
 WHEN MATCHED AND s.__fr_gone THEN DELETE
 WHEN MATCHED THEN UPDATE SET
   `g` = s.`g`,

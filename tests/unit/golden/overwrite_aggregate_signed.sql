@@ -40,9 +40,9 @@ WITH imgs AS (
     CAST(__fr_g_0 AS DOUBLE) AS __fr_g_0,
     __fr_sign AS __fr_d_count,
     IF(__fr_a_0 IS NULL, 0, __fr_sign) AS __fr_d_cnt_0,
-    __fr_sign * __fr_a_0 AS __fr_d_sum_0,
+    IF(__fr_sign > 0, CAST(__fr_a_0 AS DECIMAL(20, 2)), -CAST(__fr_a_0 AS DECIMAL(20, 2))) AS __fr_d_sum_0,
     IF(__fr_a_1 IS NULL, 0, __fr_sign) AS __fr_d_cnt_1,
-    __fr_sign * __fr_a_1 AS __fr_d_sum_1
+    IF(__fr_sign > 0, CAST(__fr_a_1 AS DECIMAL(20, 2)), -CAST(__fr_a_1 AS DECIMAL(20, 2))) AS __fr_d_sum_1
   FROM __fr_rows
 )
 INSERT INTO `g`.`aggregate_signed`

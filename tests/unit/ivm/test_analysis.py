@@ -762,3 +762,21 @@ def test_a_join_of_a_key_less_table_is_a_bag_of_counted_rows() -> None:
     assert [o.name for o in bag.outputs][-1] == "__fr_repeat"
     assert bag.groups == ("o.order_id", "c.region")
     assert "the view repeats it" in bag.describe()
+
+
+def test_spark_aggregates_sqlglot_reads_as_plain_calls_are_aggregates() -> None:
+    """try_sum, every, any, ... are recomputed per group; mean and std are AVG and STDDEV
+    (mean keeps AVG's signed delta)."""
+    p = plan(
+        "select status, try_sum(amount) ts, every(amount > 0) e, any(amount > 5) an, "
+        "mean(amount) m, std(amount) sd from shop.orders group by all"
+    )
+    assert p.shape == "aggregate" and [g.sql() for g in p.group_nodes] == ["orders.status"]
+    assert [a.kind for a in p.aggregates] == ["other", "other", "other", "avg", "other"]
+    assert plan("select try_avg(amount) a from shop.orders").shape == "aggregate"
+    # ANY of a subquery stays the quantifier it is (and is refused as a subquery).
+    quantified = plan(
+        "select order_id from shop.orders where customer_id = any (select customer_id "
+        "from shop.customers)"
+    )
+    assert quantified.shape == "unsupported" and "subquery" in (quantified.reason or "")

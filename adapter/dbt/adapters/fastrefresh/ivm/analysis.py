@@ -98,6 +98,7 @@ def analyze(
     except SqlglotError as exc:
         return _unsupported(sql, f"the SQL could not be parsed for analysis ({exc})")
     masters = tables_of(sql)
+    tree = spark_aggregates(tree)
     offender = anywhere_offender(tree)
     if offender:
         return _unsupported(sql, f"the query uses {offender}", masters)
@@ -105,6 +106,38 @@ def analyze(
         return _plan(sql, tree, masters, master_columns, keys)
     except Refused as refused:
         return _unsupported(sql, str(refused), masters, refused.code)
+
+
+# Spark aggregate functions sqlglot reads as plain function calls (or, ``any``, as the
+# quantifier of ``= ANY (subquery)``): without this the planner took ``try_sum(x)`` for a
+# row-level expression (a "projection" whose build failed), or grouped by it under
+# GROUP BY ALL. Recomputed per group like any aggregate without a delta rule; ``mean``
+# and ``std`` are AVG's and STDDEV's other names.
+SPARK_AGGREGATES = frozenset({
+    "try_sum", "try_avg", "every", "some", "any", "count_min_sketch", "histogram_numeric",
+    "hll_sketch_agg", "hll_union_agg",
+})  # fmt: skip
+
+
+def spark_aggregates(tree: exp.Expr) -> exp.Expr:
+    """``tree`` with every Spark aggregate call an ``exp.AggFunc``, as the planner finds
+    aggregates (``SPARK_AGGREGATES``; ``mean`` as AVG, ``std`` as STDDEV)."""
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Any) and not isinstance(node.this, exp.Subquery | exp.Select):
+            return exp.AnonymousAggFunc(this="any", expressions=[node.this.unnest()])
+        if not isinstance(node, exp.Anonymous):
+            return node
+        name = node.name.lower()
+        if name == "mean" and len(node.expressions) == 1:
+            return exp.Avg(this=node.expressions[0])
+        if name == "std" and len(node.expressions) == 1:
+            return exp.Stddev(this=node.expressions[0])
+        if name in SPARK_AGGREGATES:
+            return exp.AnonymousAggFunc(this=node.name, expressions=node.expressions)
+        return node
+
+    return tree.transform(swap)
 
 
 def _plan(

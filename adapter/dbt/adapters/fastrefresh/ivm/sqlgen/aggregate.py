@@ -134,9 +134,10 @@ def _component_values(
         hidden[f"__fr_cnt_{j}"] = count
         if j in plan.sum_components:
             total: exp.Expression = (
-                exp.Add(
-                    this=_coalesce0(_col("t", f"__fr_sum_{j}")),
-                    expression=_coalesce0(_col("s", f"__fr_d_sum_{j}")),
+                exact_add(
+                    _coalesce0(_col("t", f"__fr_sum_{j}")),
+                    _coalesce0(_col("s", f"__fr_d_sum_{j}")),
+                    types[f"__fr_sum_{j}"],
                 )
                 if side
                 else _col("s", f"__fr_d_sum_{j}")
@@ -164,6 +165,34 @@ def _component_values(
 
 
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)", re.IGNORECASE)
+
+
+def exact_add(old: exp.Expression, delta: exp.Expression, sum_type: str) -> exp.Expression:
+    """``old + delta``, two values of a sum's type, without the digit Spark drops.
+
+    Two ``decimal(38,s)`` add up to ``decimal(39,s)``, which Spark narrows to 38 digits by
+    cutting the scale to ``s - 1`` (to no less than 6): the group's sum would lose its last
+    digit. Cast to ``decimal(37,s)`` first, they add up exactly in ``decimal(38,s)``; a sum
+    of 10^(37-s) or more (one integer digit short of what SUM itself allows) stops the
+    refresh with a message rather than give a wrong digit or overflow to NULL."""
+    decimal = _DECIMAL.fullmatch(sum_type)
+    if decimal is None or int(decimal[1]) < 38 or int(decimal[2]) <= 6:
+        return exp.Add(this=old, expression=delta)
+    scale = int(decimal[2])
+    room = 37 - scale  # integer digits each operand may have
+    narrow = f"decimal(37,{scale})"
+    too_wide = exp.or_(
+        *(exp.GTE(this=exp.Abs(this=v.copy()), expression=exp.Literal.number(10**room))
+          for v in (old, delta))
+    )  # fmt: skip
+    message = (
+        f"fast refresh: a group's sum reached 1E{room}, beyond what SUM over {sum_type} can "
+        "be maintained exactly; rebuild the view (dbt run --full-refresh) or set "
+        "refresh_method='complete'"
+    )
+    stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
+    added = exp.Add(this=_cast(old, narrow), expression=_cast(delta, narrow))
+    return exp.If(this=too_wide, true=stop, false=added)
 
 
 def average(
@@ -221,17 +250,23 @@ class SignedTerm(NamedTuple):
     is_sum: bool
 
 
-def signed_terms(plan: ViewPlan) -> list[SignedTerm]:
-    """The hidden counts and sums of ``plan``, each with a changed row's signed value."""
+def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
+    """The hidden counts and sums of ``plan``, each with a changed row's signed value.
+
+    A sum's value is the argument cast to the hidden sum's type (``types``: that of
+    ``sum(arg)``), then negated for an old image. Multiplied by the sign instead, an INT
+    argument of -2^31 would wrap (its negation overflows INT, not the BIGINT of its sum),
+    and a DECIMAL one would widen past 38 digits, which Spark pays for in scale: a
+    ``decimal(38,18)`` sum kept 6 digits after the point."""
     terms = [SignedTerm("__fr_d_count", "__fr_count", "__fr_sign", False)]
     for j in range(len(plan.components)):
         terms.append(SignedTerm(
             f"__fr_d_cnt_{j}", f"__fr_cnt_{j}", f"IF(__fr_a_{j} IS NULL, 0, __fr_sign)", False
         ))  # fmt: skip
         if j in plan.sum_components:
-            terms.append(
-                SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", f"__fr_sign * __fr_a_{j}", True)
-            )
+            value = f"CAST(__fr_a_{j} AS {types[f'__fr_sum_{j}']})"
+            signed = f"IF(__fr_sign > 0, {value}, -{value})"
+            terms.append(SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", signed, True))
     return terms
 
 
@@ -241,7 +276,7 @@ def aggregate_signed(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: 
     types, avg_types = target.types, target.avg_types
     groups = [f"__fr_g_{i}" for i in range(len(plan.groups))]
     parts, changed = list(groups), []
-    for t in signed_terms(plan):
+    for t in signed_terms(plan, types):
         if t.is_sum:  # NULL when no row has a value
             parts.append(f"sum({t.signed}) AS {t.delta}")
             changed.append(f"coalesce({t.delta}, 0) <> 0")
@@ -299,7 +334,7 @@ def _signed_overwrite(
     rows_part = [
         f"CAST({g} AS {types[c]}) AS {g}" for g, c in zip(groups, plan.group_columns, strict=True)
     ]
-    terms = signed_terms(plan)
+    terms = signed_terms(plan, types)
     view_part += [f"t.{t.hidden} AS {t.delta}" for t in terms]
     rows_part += [f"{t.signed} AS {t.delta}" for t in terms]
     sums = ", ".join([*groups, *(f"sum({t.delta}) AS {t.delta}" for t in terms)])
@@ -346,11 +381,14 @@ def aggregate_recompute(
         f"WITH {', '.join(ctes)}, __fr_rows AS ({rows}), "
         f"__fr_ag AS (SELECT DISTINCT {affected} FROM __fr_rows), "
         f"__fr_re AS ({tree.sql(dialect=DIALECT)}) "
-        f"SELECT {picks}, {', '.join(f'ag.__fr_g_{i}' for i in range(len(plan.groups)))}, "
+        # The affected groups go by __fr_k_<i>: a group expression the query does not
+        # output is a view column of its own, __fr_g_<i>, among the picks.
+        f"SELECT {picks}, "
+        f"{', '.join(f'ag.__fr_g_{i} AS __fr_k_{i}' for i in range(len(plan.groups)))}, "
         "re.__fr_count IS NULL AS __fr_gone "
         f"FROM __fr_ag ag LEFT JOIN __fr_re re ON {back}"
     )
-    on = " AND ".join(f"t.{q(c)} <=> s.__fr_g_{i}" for i, c in enumerate(plan.group_columns))
+    on = " AND ".join(f"t.{q(c)} <=> s.__fr_k_{i}" for i, c in enumerate(plan.group_columns))
     merge = Merge(
         source, on, taken, delete_when="s.__fr_gone", insert=taken, insert_when="NOT s.__fr_gone"
     )

@@ -64,11 +64,25 @@ def complete_tree(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> exp.S
     if plan.shape is Shape.AGGREGATE and tree.args.get("distinct") is not None:
         tree.set("distinct", None)  # over a GROUP BY it outputs whole, a no-op
         if tree.args.get("group") is None:
-            tree = tree.group_by(*[g.copy() for g in plan.group_nodes], copy=False)
+            tree = tree.group_by(*[_not_ordinal(g) for g in plan.group_nodes], copy=False)
     extra = plan.hidden_selects()
     if extra:
         tree = tree.select(*extra, copy=False)
     return tree
+
+
+def _not_ordinal(group: exp.Expression) -> exp.Expression:
+    """A group expression as GROUP BY may hold it: Spark reads an integer literal there as
+    an output's position (``SELECT DISTINCT g, 0 AS z`` grouped by ``g, 0`` is grouped by
+    ``g`` and a third output), so one is cast, which keeps its value and type."""
+    if (
+        isinstance(group, exp.Literal)
+        and not group.is_string
+        and group.is_int
+        and -(2**31) <= int(group.this) < 2**31  # larger ones are BIGINT: not positions
+    ):
+        return exp.Cast(this=group.copy(), to=exp.DataType.build("int"))
+    return group.copy()
 
 
 def branch_select(
