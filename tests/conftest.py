@@ -166,6 +166,10 @@ LONGEST_FIRST = {
     "tests/functional/test_materialization.py::TestJoinThroughDbt": 37,
     "tests/functional/test_materialization.py::TestSeed000ThroughDbt": 34,
     "tests/functional/test_view_write_modes.py::test_merge_on_read_views_refresh_fast_and_survive_compaction": 32,
+    # Added since, estimated from runs beside other work (2026-11-28).
+    "tests/functional/test_query_shape_edges.py::test_filtered_outer_join_sides_and_group_by_all_equal_their_queries": 45,
+    "tests/functional/test_exact_values.py::test_edge_values_and_aggregates_refresh_to_the_recomputed_values": 45,
+    "tests/functional/test_master_site_seeds.py::test_a_column_added_after_the_log_is_never_missed": 40,
 }  # fmt: skip
 
 
