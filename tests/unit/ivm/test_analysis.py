@@ -780,3 +780,58 @@ def test_spark_aggregates_sqlglot_reads_as_plain_calls_are_aggregates() -> None:
         "from shop.customers)"
     )
     assert quantified.shape == "unsupported" and "subquery" in (quantified.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("sql", "output"),
+    [
+        ("select c.customer_id, o.flag from shop.customers c left join (select customer_id, "
+         "1 as flag from shop.orders) o on o.customer_id = c.customer_id", "flag as 1"),
+        ("with oo as (select customer_id, coalesce(amount, 0) as amt0 from shop.orders where "
+         "amount > 0) select c.customer_id, oo.amt0 from shop.customers c left join oo on "
+         "oo.customer_id = c.customer_id", "amt0 as COALESCE(orders.amount, 0)"),
+        ("select c.customer_id, o.src from shop.customers c full join (select customer_id, "
+         "'o' as src from shop.orders) o on o.customer_id = c.customer_id", "src as 'o'"),
+        ("select c.src, o.order_id from (select customer_id, 'c' as src from shop.customers "
+         "where region = 'eu') c right join shop.orders o on o.customer_id = c.customer_id",
+         "src as 'c'"),
+        ("select c.region, count(o.paid) n from shop.customers c left join (select "
+         "customer_id, amount is not null as paid from shop.orders) o on o.customer_id = "
+         "c.customer_id group by c.region", "paid as NOT orders.amount IS NULL"),
+    ],
+)  # fmt: skip
+def test_an_output_not_null_on_an_outer_joins_null_rows_is_not_merged(
+    sql: str, output: str
+) -> None:
+    """Merged, the expression would be computed over the NULLs the join fills in (the view
+    held 1 where the query gives NULL, from the first build on)."""
+    p = plan(sql)
+    assert p.shape == "unsupported" and f"outputs {output}, which is not NULL" in (
+        p.reason or ""
+    ), p.reason
+
+
+def test_outputs_that_stay_null_on_an_outer_joins_null_rows_are_merged() -> None:
+    """Plain columns and expressions that are NULL when their columns are; an unread
+    constant does not matter; a moved filter of any form is read by the ON only."""
+    p = plan(
+        "with oo as (select customer_id, amount * 2 as a2, upper(status) as st, 'x' as unused "
+        "from shop.orders where status is not null or amount is null) select c.customer_id, "
+        "oo.a2, oo.st from shop.customers c left join oo on oo.customer_id = c.customer_id"
+    )
+    assert p.shape == "outer_join", p.reason
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select c.customer_id, o.order_id from shop.customers c left join shop.orders o "
+        "on (o.customer_id = c.customer_id)",
+        "select c.customer_id from shop.customers c where (c.region is not null and exists "
+        "(select 1 from shop.orders o where o.customer_id = c.customer_id))",
+        "select c.customer_id from shop.customers c where exists (select 1 from shop.orders o "
+        "where (o.customer_id = c.customer_id))",
+    ],
+)
+def test_a_parenthesized_condition_is_read_through_its_parentheses(sql: str) -> None:
+    assert plan(sql).supported, plan(sql).reason

@@ -76,7 +76,71 @@ def inline(tree: exp.Expr, columns: Mapping[TableName, list[Column]]) -> exp.Exp
     except SqlglotError as exc:
         raise InlineError(f"its CTEs or derived tables could not be resolved ({exc})") from exc
     merged = _joined_joins_first(_filters_into_on(_ctes_as_derived_tables(qualified)))
+    _check_null_extended(merged)
     return merge_subqueries(merged, leave_tables_isolated=False)
+
+
+# What a derived table on the NULL-extended side of an outer join may output for its merge
+# to keep its meaning: expressions that are NULL when their columns are (``NULL + 1``,
+# ``upper(NULL)``, ``NULL = 1``), over at least one column.
+_NULL_IN_NULL_OUT = (
+    exp.Column, exp.Identifier, exp.Literal, exp.DataType, exp.Cast, exp.TryCast, exp.Paren,
+    exp.Neg, exp.Not, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.EQ, exp.NEQ, exp.GT,
+    exp.GTE, exp.LT, exp.LTE, exp.Upper, exp.Lower, exp.Substring, exp.Trim, exp.Abs,
+    exp.Round,
+)  # fmt: skip
+
+
+def _check_null_extended(tree: exp.Expr) -> None:
+    """Refuse a derived table that an outer join extends with NULLs (the right side of a
+    LEFT JOIN, the left of a RIGHT JOIN, either of a FULL JOIN) when an output the query
+    reads is not NULL on those rows: a constant (``1 AS has_order``), ``coalesce``,
+    ``IS NULL``, ``CASE``. Merged, the expression would be computed over the NULLs the
+    join fills in (``coalesce(NULL, 0)`` is 0), where the query gives NULL: wrong from the
+    first build. (``merge_subqueries`` does not look at this.)"""
+    for select in tree.find_all(exp.Select):
+        for source in _null_extended(select):
+            inner = source.this if isinstance(source, exp.Subquery) else None
+            if not isinstance(inner, exp.Select):
+                continue
+            alias = source.alias_or_name.lower()
+            read = {
+                c.name.lower()
+                for c in select.find_all(exp.Column)
+                if c.table.lower() == alias and c.find_ancestor(exp.Subquery) is not source
+            }
+            read.discard(_MOVED_FILTER)  # read by the ON, before the join adds its NULLs
+            for output in inner.expressions:
+                body = output.unalias()
+                if output.alias_or_name.lower() not in read or _null_in_null_out(body):
+                    continue
+                raise InlineError(
+                    f"{source.alias_or_name}, on the side of an outer join that gets NULLs, "
+                    f"outputs {output.alias_or_name} as {body.sql(dialect=DIALECT)}, which is "
+                    "not NULL on the rows the join fills with NULLs. Fix: compute it in the "
+                    f"query that joins (e.g. from a column of {source.alias_or_name}, which "
+                    "is NULL there)"
+                )
+
+
+def _null_extended(select: exp.Select) -> list[exp.Expr]:
+    """The sources of ``select`` an outer join of it extends with NULLs."""
+    first = select.args.get("from_")
+    before: list[exp.Expr] = [first.this] if first is not None else []
+    found: list[exp.Expr] = []
+    for join in select.args.get("joins") or []:
+        if join.side in ("LEFT", "FULL"):
+            found.append(join.this)
+        if join.side in ("RIGHT", "FULL"):
+            found.extend(before)
+        before.append(join.this)
+    return found
+
+
+def _null_in_null_out(body: exp.Expr) -> bool:
+    return body.find(exp.Column) is not None and all(
+        isinstance(node, _NULL_IN_NULL_OUT) for node in body.walk()
+    )
 
 
 # The name a moved filter goes by until ``merge_subqueries`` puts it in its place.

@@ -57,10 +57,12 @@ class SemiJoin:
 
 def conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
     """The top-level AND terms of a WHERE condition, through parentheses: the terms of
-    ``(a AND b) AND c`` are ``a``, ``b`` and ``c``."""
+    ``(a AND b) AND c`` are ``a``, ``b`` and ``c``, and of ``(a = b)`` it is ``a = b``."""
     if where is None:
         return []
     body = where.this if isinstance(where, exp.Where) else where
+    while isinstance(body, exp.Paren):
+        body = body.this
     if isinstance(body, exp.And):
         return [
             t
