@@ -674,6 +674,13 @@ def test_join_equalities_are_found_inside_parenthesized_conjunctions() -> None:
          "it is a set operation"),
         ("select * from (select distinct status from shop.orders) u join shop.customers c "
          "on c.region = u.status", "it is SELECT DISTINCT"),
+        # Left-joined (dbt's jaffle_shop customers): the aggregation is named, not its
+        # outputs' values on the rows the join fills with NULLs.
+        ("with co as (select customer_id, count(*) n from shop.orders group by customer_id) "
+         "select c.customer_id, coalesce(co.n, 0) n from shop.customers c left join co on "
+         "co.customer_id = c.customer_id",
+         "it aggregates (GROUP BY or an aggregate function). Fix: make it a fast_refresh "
+         "model of its own and ref() it here"),
         ("with x as (select status, count(*) n from shop.orders group by status) "
          "select * from x where n > 1",
          "it aggregates (GROUP BY or an aggregate function). Fix: make it a fast_refresh "

@@ -101,8 +101,8 @@ def _check_null_extended(tree: exp.Expr) -> None:
     for select in tree.find_all(exp.Select):
         for source in _null_extended(select):
             inner = source.this if isinstance(source, exp.Subquery) else None
-            if not isinstance(inner, exp.Select):
-                continue
+            if not isinstance(inner, exp.Select) or _computes(inner):
+                continue  # not merged anyway; the planner names why (``_unmerged_because``)
             alias = source.alias_or_name.lower()
             read = {
                 c.name.lower()
@@ -121,6 +121,14 @@ def _check_null_extended(tree: exp.Expr) -> None:
                     f"query that joins (e.g. from a column of {source.alias_or_name}, which "
                     "is NULL there)"
                 )
+
+
+def _computes(select: exp.Select) -> bool:
+    """Whether ``select`` groups, is DISTINCT or uses a window (never merged)."""
+    return bool(
+        any(select.args.get(k) for k in ("group", "having", "distinct", "qualify", "limit"))
+        or any(s.find(exp.AggFunc, exp.Window) for s in select.expressions)
+    )
 
 
 def _null_extended(select: exp.Select) -> list[exp.Expr]:
@@ -219,8 +227,7 @@ def _move_filter(side: exp.Expr, join: exp.Join) -> None:
         or on is None
         or inner.args.get("where") is None
         or inner.args.get("joins")
-        or any(inner.args.get(k) for k in ("group", "having", "distinct", "qualify", "limit"))
-        or any(s.find(exp.AggFunc, exp.Window) for s in inner.expressions)
+        or _computes(inner)
     ):
         return
     # Parenthesized: merging puts it in place of a column, as an operand of the AND.
