@@ -9,6 +9,7 @@ Iceberg's Java API when Spark runs in this process (``iceberg_api``), else throu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
 
 def _parse_stub(*args: Any, **kwargs: Any) -> str:
     return ""
+
+
+# An Iceberg table's ``table_type`` property, not an Iceberg view's (``ICEBERG-VIEW``).
+_ICEBERG_TABLE = re.compile(r"table_type=iceberg(?![\w-])", re.IGNORECASE)
 
 
 @dataclass
@@ -71,6 +76,11 @@ class FastrefreshAdapter(SparkAdapter):
           drops and recreates Iceberg tables and refuses to rerun snapshots.
         - It also lists the session's temporary views, with no schema, in every schema;
           they are not relations of the schema (and break ``docs generate``).
+
+        An Iceberg view (``table_type=ICEBERG-VIEW``: a fast_refresh model's view, or a dbt
+        view model, on the embedded default) is not an Iceberg table: taken for one, dbt's
+        table materialization skipped dropping it and its ``create or replace table``
+        failed on every run ("View with same name already exists").
         """
         relations = []
         for relation in super()._build_spark_relation_list(row_list, relation_info_func):
@@ -79,7 +89,8 @@ class FastrefreshAdapter(SparkAdapter):
             information = getattr(relation, "information", None) or ""
             if (
                 not getattr(relation, "is_iceberg", False)
-                and "table_type=iceberg" in information.lower()
+                and not relation.is_view
+                and _ICEBERG_TABLE.search(information) is not None
             ):
                 relation = relation.incorporate(is_iceberg=True)
             relations.append(relation)

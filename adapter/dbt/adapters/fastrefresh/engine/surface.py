@@ -12,6 +12,7 @@ hand, or a crash between a rebuild and the view's replacement).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Sequence
@@ -94,11 +95,17 @@ def ensure_view(
     current = env.tables.view_property(view, VIEW_FINGERPRINT)
     if current == fingerprint:
         return False
-    try:
-        if current is not None:
-            # Iceberg's views (1.10, through the session catalog) take CREATE OR REPLACE
-            # VIEW's new properties but keep their old query: drop the view, then create it.
+    # Iceberg's views (1.10, through the session catalog) take CREATE OR REPLACE VIEW's new
+    # properties but keep their old query (apache/iceberg#15490): drop the view, then
+    # create it. So for a view of this name without the fingerprint (a dbt `view` model
+    # switched to fast_refresh): replaced, it kept answering its old query, and the
+    # fingerprint then stamped on it kept it so.
+    if current is not None:
+        env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")
+    else:
+        with contextlib.suppress(Exception):  # a table: the CREATE below says what to do
             env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")
+    try:
         env.sql.execute(statement)
     except Exception as exc:
         if "already exists" not in str(exc) and "EXPECT_VIEW_NOT_TABLE" not in str(exc):

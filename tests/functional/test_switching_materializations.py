@@ -1,0 +1,69 @@
+"""Models switched between dbt's `view`/`table` and `fast_refresh` (a review's findings).
+
+- A `view` model switched to `fast_refresh` kept answering the old view's query: on the
+  embedded default the view is an Iceberg view, which `CREATE OR REPLACE VIEW` updates
+  the properties of but not the query of (apache/iceberg#15490), and the fingerprint then
+  stamped on it kept it so, for good.
+- A view (a `view` model's or a `fast_refresh` model's) switched to `table` failed on
+  every run: the relation listing took the Iceberg view (`table_type=ICEBERG-VIEW`) for an
+  Iceberg table, so dbt's table materialization did not drop it first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, write_file
+
+from tests.functional.dbt_project import FastRefreshProject
+
+VIEW = "{{{{ config(materialized='view') }}}} select id, v from {{{{ target.schema }}}}.raw {where}"
+FAST = (
+    "{{{{ config(materialized='fast_refresh') }}}} "
+    "select id, v from {{{{ target.schema }}}}.raw {where}"
+)
+TABLE = (
+    "{{{{ config(materialized='table', file_format='iceberg') }}}} "
+    "select id, v from {{{{ target.schema }}}}.raw {where}"
+)
+
+
+class TestSwitchingMaterializations(FastRefreshProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "m.sql": VIEW.format(where="where v > 0"),
+            "to_table.sql": VIEW.format(where=""),
+            "fast_to_table.sql": FAST.format(where="where v < 100"),
+        }
+
+    def test_views_switched_to_fast_refresh_and_to_table(self, ready: Any) -> None:
+        project, s = ready, ready.test_schema
+        project.run_sql(f"create table {s}.raw (id int not null, v int) using iceberg")
+        project.run_sql(f"alter table {s}.raw set identifier fields id")
+        project.run_sql(f"insert into {s}.raw values (1, 1), (2, 2), (3, 30)")
+        run_dbt(["run"])
+
+        def model(name: str, sql: str) -> None:
+            write_file(sql, project.project_root, "models", f"{name}.sql")
+
+        def rows(relation: str) -> list[tuple[Any, ...]]:
+            return sorted(self.rows(project, f"select id, v from {s}.{relation}"))
+
+        model("m", FAST.format(where="where v > 5"))
+        model("to_table", TABLE.format(where=""))
+        model("fast_to_table", TABLE.format(where="where v < 100"))
+        run_dbt(["run"])
+        assert rows("m") == [(3, 30)], "the view answers the model's new query"
+        assert rows("to_table") == rows("fast_to_table") == [(1, 1), (2, 2), (3, 30)]
+        project.run_sql(f"insert into {s}.raw values (9, 9)")
+        run_dbt(["run"])
+        assert rows("m") == [(3, 30), (9, 9)]
+        assert rows("to_table") == [(1, 1), (2, 2), (3, 30), (9, 9)]
+        # And back: the table model becomes a view again, the fast_refresh model a table.
+        model("to_table", VIEW.format(where="where v > 1"))
+        model("m", TABLE.format(where="where v > 5"))
+        run_dbt(["run"])
+        assert rows("to_table") == [(2, 2), (3, 30), (9, 9)]
+        assert rows("m") == [(3, 30), (9, 9)]
