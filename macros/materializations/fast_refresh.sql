@@ -30,15 +30,17 @@
 
   {%- set target_relation = this.incorporate(type='view') -%}
   {%- set existing = load_cached_relation(this) -%}
+  {%- set replaces_table = false -%}
   {%- if existing is not none and not existing.is_view -%}
     {#- The model's name is the view over its storage table. A table of that name built
         by dbt-fastrefresh 0.1 becomes the storage table (renamed: it refreshes fast on);
-        another materialization's table goes. -#}
+        another materialization's table goes, when the view is created: a model whose
+        refresh fails (its SQL, its config) keeps the table it had. -#}
     {%- if adapter.fr_built_by_0_1(existing) -%}
       {% do adapter.rename_relation(
             existing, existing.incorporate(path={'identifier': existing.identifier ~ '__fr_data'})) %}
     {%- else -%}
-      {% do adapter.drop_relation(existing) %}
+      {%- set replaces_table = true -%}
     {%- endif -%}
     {%- set existing = none -%}
   {%- endif -%}
@@ -50,7 +52,8 @@
   {%- endif -%}
 
   {{ run_hooks(pre_hooks) }}
-  {%- set result = adapter.fr_refresh_model(target_relation, existing, sql, fr_config) -%}
+  {%- set result = adapter.fr_refresh_model(
+        target_relation, existing, sql, fr_config, replaces_table) -%}
   {%- for created in result.get('logs_created', []) -%}
     {{ log("fast_refresh " ~ this ~ ": " ~ created, info=true) }}
   {%- endfor -%}

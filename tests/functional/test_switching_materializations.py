@@ -7,6 +7,9 @@
 - A view (a `view` model's or a `fast_refresh` model's) switched to `table` failed on
   every run: the relation listing took the Iceberg view (`table_type=ICEBERG-VIEW`) for an
   Iceberg table, so dbt's table materialization did not drop it first.
+- A `table` model switched to `fast_refresh` with a query that fails lost its table: the
+  materialization dropped it before the refresh ran.
+- `refresh_mviews` created the view again without the model's persist_docs comments.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, write_file
 
-from tests.functional.dbt_project import FastRefreshProject
+from tests.functional.dbt_project import FastRefreshProject, op
 
 VIEW = "{{{{ config(materialized='view') }}}} select id, v from {{{{ target.schema }}}}.raw {where}"
 FAST = (
@@ -36,6 +39,11 @@ class TestSwitchingMaterializations(FastRefreshProject):
             "m.sql": VIEW.format(where="where v > 0"),
             "to_table.sql": VIEW.format(where=""),
             "fast_to_table.sql": FAST.format(where="where v < 100"),
+            "table_to_fast.sql": TABLE.format(where=""),
+            "documented.sql": "{{ config(materialized='fast_refresh', persist_docs={'relation': "
+            "true, 'columns': true}) }} select id, v from {{ target.schema }}.raw",
+            "schema.yml": "version: 2\nmodels:\n  - name: documented\n    description: the rows\n"
+            "    columns:\n      - name: v\n        description: the value\n",
         }
 
     def test_views_switched_to_fast_refresh_and_to_table(self, ready: Any) -> None:
@@ -43,6 +51,7 @@ class TestSwitchingMaterializations(FastRefreshProject):
         project.run_sql(f"create table {s}.raw (id int not null, v int) using iceberg")
         project.run_sql(f"alter table {s}.raw set identifier fields id")
         project.run_sql(f"insert into {s}.raw values (1, 1), (2, 2), (3, 30)")
+        op("create_mview_log", master=f"{s}.raw")  # read by name, not as a dbt source
         run_dbt(["run"])
 
         def model(name: str, sql: str) -> None:
@@ -61,9 +70,32 @@ class TestSwitchingMaterializations(FastRefreshProject):
         run_dbt(["run"])
         assert rows("m") == [(3, 30), (9, 9)]
         assert rows("to_table") == [(1, 1), (2, 2), (3, 30), (9, 9)]
+        # A table model switched to fast_refresh with a query that fails keeps its table;
+        # fixed, the model's view replaces it.
+        model("table_to_fast", FAST.format(where="where no_such_column > 0"))
+        run_dbt(["run", "-s", "table_to_fast"], expect_pass=False)
+        assert rows("table_to_fast") == [(1, 1), (2, 2), (3, 30), (9, 9)]
+        model("table_to_fast", FAST.format(where="where v > 1"))
+        run_dbt(["run", "-s", "table_to_fast"])
+        assert rows("table_to_fast") == [(2, 2), (3, 30), (9, 9)]
+
+        # refresh_mviews keeps the view's comments (persist_docs).
+        def comment(column: str) -> Any:
+            described = self.rows(project, f"describe table {s}.documented")
+            return next(r[2] for r in described if r[0] == column)
+
+        assert comment("v") == "the value"
+        project.run_sql(f"update {s}.raw set v = 8 where id = 9")
+        out = op("refresh_mviews", names=f"{s}.documented", method="f")
+        assert "FAST refresh of" in out, out
+        out = op("refresh_mviews", names=f"{s}.documented", method="c")
+        assert "COMPLETE refresh of" in out, out
+        assert comment("v") == "the value"
+        assert rows("documented") == [(1, 1), (2, 2), (3, 30), (9, 8)]
+
         # And back: the table model becomes a view again, the fast_refresh model a table.
         model("to_table", VIEW.format(where="where v > 1"))
         model("m", TABLE.format(where="where v > 5"))
         run_dbt(["run"])
-        assert rows("to_table") == [(2, 2), (3, 30), (9, 9)]
-        assert rows("m") == [(3, 30), (9, 9)]
+        assert rows("to_table") == [(2, 2), (3, 30), (9, 8)]
+        assert rows("m") == [(3, 30), (9, 8)]

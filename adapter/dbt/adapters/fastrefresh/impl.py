@@ -313,16 +313,23 @@ class FastrefreshAdapter(SparkAdapter):
 
     @available.parse(lambda *args, **kwargs: {})
     def fr_refresh_model(
-        self, relation: BaseRelation, existing: BaseRelation | None, sql: str, config: ModelConfig
+        self,
+        relation: BaseRelation,
+        existing: BaseRelation | None,
+        sql: str,
+        config: ModelConfig,
+        replaces_table: bool = False,
     ) -> dict[str, Any]:
         """The fast_refresh materialization's one refresh: the model's view, as ``config``
         (``fr_model_config``) says. ``existing``: the relation as dbt found it (the view;
-        its storage table is looked up by the refresh); ``sql``: the compiled SELECT."""
+        its storage table is looked up by the refresh); ``sql``: the compiled SELECT;
+        ``replaces_table``: the model's name is another materialization's table, which the
+        view replaces once the refresh has built its storage table."""
         result = refresh.refresh_view(
             self._env(), view=TableName.parse(relation), sql=sql, method=config.method,
             full_refresh=config.full_refresh, table=config.table,
             on_schema_change=config.on_schema_change, upstream=config.upstream,
-            docs=config.docs,
+            docs=config.docs, replace_table=replaces_table,
         )  # fmt: skip
         return {
             "logs_created": list(result.logs_created),

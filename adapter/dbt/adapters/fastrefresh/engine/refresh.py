@@ -333,6 +333,7 @@ def refresh_view(
     on_schema_change: str = "ignore",
     upstream: Sequence[Upstream] = (),
     docs: ViewDocs | None = None,
+    replace_table: bool = False,
 ) -> RefreshResult:
     """Refresh one view (see the module docstring).
 
@@ -351,14 +352,18 @@ def refresh_view(
             reason naming them (a view always has its query's columns).
         upstream: the dbt nodes the model reads (``engine/upstream.py``): a master among
             them without a log gets one before the refresh decides.
-        docs: the comments the view carries (``persist_docs``).
+        docs: the comments the view carries (``persist_docs``); None (``refresh_mviews``):
+            an existing view whose columns stay keeps its comments.
+        replace_table: the view's name is another materialization's table, dropped when
+            the view is created (after the refresh built the storage table).
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
     with env.holding([f"view:{view}"], purpose=f"refresh of {view}"):
         refresh = _Refresh(env, view, resolve_views(env, sql), chosen, table or TableSpec())
         refresh.on_schema_change = on_schema_change
         refresh.upstream = tuple(upstream)
-        refresh.docs = docs or ViewDocs()
+        refresh.docs = docs
+        refresh.replace_table = replace_table
         result = refresh.run(full_refresh=full_refresh, exists=exists)
         return dataclasses.replace(result, logs_created=tuple(refresh.logs_created))
 
@@ -371,7 +376,8 @@ class _Refresh:
     ):
         self.env, self.view, self.sql, self.method, self.table = env, view, sql, method, table
         self.storage = storage_of(view)
-        self.docs = ViewDocs()
+        self.docs: ViewDocs | None = None
+        self.replace_table = False
         self.started = time.monotonic()
         self.run_started = env.clock()
         self.phases: dict[str, float] = {}
@@ -464,7 +470,7 @@ class _Refresh:
                 self._journal(_type_of(reason), reason, 0, "FAILED", str(exc))
                 raise
         mark = self._phase("apply", mark)
-        self._ensure_view(record if reason is None else None)
+        self._ensure_view(record if reason is None else None, before=record)
         if not noop:
             purge_after_refresh(env, list(self.setups.values()))
         self._phase("wrap_up", mark)
@@ -515,13 +521,25 @@ class _Refresh:
             record = load_view(self.env, self.view)
         return record
 
-    def _ensure_view(self, record: ViewRecord | None) -> None:
+    def _ensure_view(self, record: ViewRecord | None, *, before: ViewRecord | None) -> None:
         """The view over the storage table, as ``record`` (read before a fast refresh,
-        which keeps the columns) or the rebuilt table says it should be."""
+        which keeps the columns) or the rebuilt table says it should be. Without docs
+        (``refresh_mviews``), a view whose columns stay is kept with its comments (created
+        again without them, it lost the model's persist_docs until its next dbt run)."""
         # After a complete refresh the table may have other columns: read it fresh.
         meta = record.meta if record is not None else self.env.tables.load(self.storage, fresh=True)
         assert meta is not None
-        ensure_view(self.env, self.view, self.storage, meta.columns, self.docs)
+        if (
+            self.docs is None
+            and before is not None
+            and before.meta.columns == meta.columns
+            and self.env.tables.view_property(self.view, VIEW_FINGERPRINT) is not None
+        ):
+            return
+        ensure_view(
+            self.env, self.view, self.storage, meta.columns, self.docs or ViewDocs(),
+            replace_table=self.replace_table,
+        )  # fmt: skip
 
     def _setup(
         self, masters: list[MasterState], record: ViewRecord | None, *, since: float

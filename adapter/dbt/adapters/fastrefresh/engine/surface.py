@@ -89,8 +89,13 @@ def ensure_view(
     storage: TableName,
     columns: Sequence[Column],
     docs: ViewDocs,
+    *,
+    replace_table: bool = False,
 ) -> bool:
-    """Create or replace ``view`` unless it already is what it should be; whether it did."""
+    """Create or replace ``view`` unless it already is what it should be; whether it did.
+    ``replace_table``: the name is another materialization's table, which dbt found there
+    and which goes now, once the storage table is built (a model whose refresh failed keeps
+    it)."""
     statement, fingerprint = view_statement(view, storage, columns, docs)
     current = env.tables.view_property(view, VIEW_FINGERPRINT)
     if current == fingerprint:
@@ -102,6 +107,8 @@ def ensure_view(
     # fingerprint then stamped on it kept it so.
     if current is not None:
         env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")
+    elif replace_table:
+        env.sql.execute(f"DROP TABLE IF EXISTS {view.sql}")
     else:
         with contextlib.suppress(Exception):  # a table: the CREATE below says what to do
             env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")
