@@ -79,20 +79,29 @@ def test_a_master_whose_columns_no_longer_fit_its_log(
     assert sorted(spark.sql(f"SELECT * FROM {view.sql}").collect()) == sorted(stored)
     assert spark.sql(f"SELECT count(*) FROM {s}.mlog__m").first()[0] == log_rows
 
-    result = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
-    assert result.refresh_type == "COMPLETE"
-    assert result.reason is not None and result.reason.code is ReasonCode.LOG_BROKEN
-    assert matches(spark, view, sql)
+    rebuilt_as_log_broken(spark, env, view, sql)
     # Until the log is recreated, every refresh rebuilds and says why.
     spark.sql(f"DELETE FROM {s}.m WHERE k = 3")
-    again = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
-    assert again.reason is not None and again.reason.code is ReasonCode.LOG_BROKEN, again.reason
+    rebuilt_as_log_broken(spark, env, view, sql)
+    fast_once_the_log_is_recreated(spark, env, view, sql, f"UPDATE {s}.m SET g = 3 WHERE k < 5")
+
+
+def rebuilt_as_log_broken(spark: Any, env: Any, view: TableName, sql: str) -> None:
+    """A `force` refresh rebuilds the view completely, saying its log is broken."""
+    result = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    assert result.refresh_type == "COMPLETE"
+    assert result.reason is not None and result.reason.code is ReasonCode.LOG_BROKEN, result.reason
     assert matches(spark, view, sql)
 
-    mlog.drop_mview_log(env, f"{s}.m")
-    mlog.create_mview_log(env, f"{s}.m")
+
+def fast_once_the_log_is_recreated(
+    spark: Any, env: Any, view: TableName, sql: str, change: str
+) -> None:
+    """The master's log dropped and created again: one complete refresh, then fast ones."""
+    mlog.drop_mview_log(env, f"{view.schema}.m")
+    mlog.create_mview_log(env, f"{view.schema}.m")
     refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
-    spark.sql(f"UPDATE {s}.m SET g = 3 WHERE k < 5")
+    spark.sql(change)
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 
 
@@ -111,15 +120,8 @@ def test_a_column_dropped_and_added_again_breaks_the_log(spark: Any) -> None:
     cause = r"column\(s\) x of .*\.m were dropped and added again"
     with pytest.raises(FastRefreshError, match=cause + r".*Fix: run drop_mview_log\('" + s):
         capture.capture(env, TableName(s, "m"))
-    result = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
-    assert result.refresh_type == "COMPLETE"
-    assert result.reason is not None and result.reason.code is ReasonCode.LOG_BROKEN
-    assert matches(spark, view, sql)
-    mlog.drop_mview_log(env, f"{s}.m")
-    mlog.create_mview_log(env, f"{s}.m")
-    refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
-    spark.sql(f"UPDATE {s}.m SET x = 2 WHERE k < 5")
-    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    rebuilt_as_log_broken(spark, env, view, sql)
+    fast_once_the_log_is_recreated(spark, env, view, sql, f"UPDATE {s}.m SET x = 2 WHERE k < 5")
 
 
 def test_a_dropped_master_fails_the_refresh_naming_it_and_keeps_the_view(spark: Any) -> None:

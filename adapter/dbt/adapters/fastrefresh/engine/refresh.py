@@ -529,16 +529,10 @@ class _Refresh:
         # After a complete refresh the table may have other columns: read it fresh.
         meta = record.meta if record is not None else self.env.tables.load(self.storage, fresh=True)
         assert meta is not None
-        if (
-            self.docs is None
-            and before is not None
-            and before.meta.columns == meta.columns
-            and self.env.tables.view_property(self.view, VIEW_FINGERPRINT) is not None
-        ):
-            return
+        keep = self.docs is None and before is not None and before.meta.columns == meta.columns
         ensure_view(
             self.env, self.view, self.storage, meta.columns, self.docs or ViewDocs(),
-            replace_table=self.replace_table,
+            replace_table=self.replace_table, keep_existing=keep,
         )  # fmt: skip
 
     def _setup(

@@ -91,14 +91,15 @@ def ensure_view(
     docs: ViewDocs,
     *,
     replace_table: bool = False,
+    keep_existing: bool = False,
 ) -> bool:
     """Create or replace ``view`` unless it already is what it should be; whether it did.
     ``replace_table``: the name is another materialization's table, which dbt found there
     and which goes now, once the storage table is built (a model whose refresh failed keeps
-    it)."""
+    it). ``keep_existing``: any view of the model's (fingerprinted) is kept as it is."""
     statement, fingerprint = view_statement(view, storage, columns, docs)
     current = env.tables.view_property(view, VIEW_FINGERPRINT)
-    if current == fingerprint:
+    if current == fingerprint or (keep_existing and current is not None):
         return False
     # Iceberg's views (1.10, through the session catalog) take CREATE OR REPLACE VIEW's new
     # properties but keep their old query (apache/iceberg#15490): drop the view, then

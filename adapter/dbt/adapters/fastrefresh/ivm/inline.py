@@ -197,9 +197,7 @@ def _joined_joins_first(tree: exp.Expr) -> exp.Expr:
             continue
         join = nested[0]
         inner = join.this.this
-        if not all(_is_inner(j) for j in inner.args.get("joins")) or any(
-            inner.args.get(k) for k in ("group", "having", "distinct", "qualify", "limit")
-        ):
+        if not all(_is_inner(j) for j in inner.args.get("joins")) or _computes(inner):
             continue
         table, derived = first.this, join.this
         table.replace(derived.copy())

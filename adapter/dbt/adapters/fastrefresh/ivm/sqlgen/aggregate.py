@@ -181,18 +181,26 @@ def exact_add(old: exp.Expression, delta: exp.Expression, sum_type: str) -> exp.
     scale = int(decimal[2])
     room = 37 - scale  # integer digits each operand may have
     narrow = f"decimal(37,{scale})"
+    added = exp.Add(this=_cast(old, narrow), expression=_cast(delta, narrow))
+    return _unless_beyond((old, delta), room, f"SUM over {sum_type}", added)
+
+
+def _unless_beyond(
+    sums: Sequence[exp.Expression], room: int, what: str, value: exp.Expression
+) -> exp.Expression:
+    """``value``, unless one of ``sums`` reached 10^``room``, past what ``what`` can be
+    kept exactly in Spark's decimals: then the refresh stops with the fix."""
     too_wide = exp.or_(
-        *(exp.GTE(this=exp.Abs(this=v.copy()), expression=exp.Literal.number(10**room))
-          for v in (old, delta))
+        *(exp.GTE(this=exp.Abs(this=s.copy()), expression=exp.Literal.number(10**room))
+          for s in sums)
     )  # fmt: skip
     message = (
-        f"fast refresh: a group's sum reached 1E{room}, beyond what SUM over {sum_type} can "
-        "be maintained exactly; rebuild the view (dbt run --full-refresh) or set "
+        f"fast refresh: a group's sum reached 1E{room}, beyond what {what} can be "
+        "maintained exactly; rebuild the view (dbt run --full-refresh) or set "
         "refresh_method='complete'"
     )
     stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
-    added = exp.Add(this=_cast(old, narrow), expression=_cast(delta, narrow))
-    return exp.If(this=too_wide, true=stop, false=added)
+    return exp.If(this=too_wide, true=stop, false=value)
 
 
 def average(
@@ -229,14 +237,7 @@ def average(
     if shift:
         quotient = exp.Paren(this=exp.Mul(this=quotient, expression=exp.Literal.number(10**shift)))
     if precision - scale > room:
-        too_wide = exp.GTE(this=exp.Abs(this=total.copy()), expression=exp.Literal.number(10**room))
-        message = (
-            f"fast refresh: a group's sum reached 1E{room}, beyond what AVG over {sum_type} "
-            "can be maintained exactly; rebuild the view (dbt run --full-refresh) or set "
-            "refresh_method='complete'"
-        )
-        stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
-        quotient = exp.If(this=too_wide, true=stop, false=quotient)
+        quotient = _unless_beyond((total,), room, f"AVG over {sum_type}", quotient)
     return _cast(quotient, avg_decimal[0])
 
 
