@@ -57,6 +57,9 @@
   {%- for created in result.get('logs_created', []) -%}
     {{ log("fast_refresh " ~ this ~ ": " ~ created, info=true) }}
   {%- endfor -%}
+  {%- for warning in result.get('log_warnings', []) -%}
+    {% do exceptions.warn("fast_refresh " ~ this ~ ": " ~ warning) %}
+  {%- endfor -%}
   {%- if result.get('type') == 'COMPLETE' -%}
     {{ log("fast_refresh " ~ this ~ ": COMPLETE refresh (" ~ result.reason ~ ")", info=true) }}
   {%- endif -%}

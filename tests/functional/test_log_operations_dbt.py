@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, write_file
 
-from tests.functional.dbt_project import FastRefreshProject, op, op_failing
+from tests.functional.dbt_project import FastRefreshProject, op, op_failing, run_and_capture
 
 
 class TestLogOperationsThroughDbt(FastRefreshProject):
@@ -98,3 +98,40 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
             fetch="all",
         )
         assert [tuple(r) for r in rows] == [(f"{schema}.mlog__hooked",)]
+
+    def test_a_log_unlike_its_nodes_mview_log_is_kept_with_a_warning(self, ready: Any) -> None:
+        project, schema = ready, ready.test_schema
+        master = f"{schema}.events"
+        project.run_sql(f"create table {master} (id int not null, v int) using iceberg")
+        project.run_sql(f"insert into {master} values (1, 10), (2, 20)")
+        op("create_mview_log", master=master, key=["id"])
+
+        def source(mview_log: str) -> None:
+            write_file(
+                "version: 2\nsources:\n  - name: raw\n    schema: \"{{ target.schema }}\"\n"
+                f"    tables:\n      - name: events\n        meta:\n          mview_log: {mview_log}\n",
+                project.project_root, "models", "events_source.yml",
+            )  # fmt: skip
+
+        write_file(
+            "{{ config(materialized='fast_refresh') }} select id, v from {{ source('raw', 'events') }}",
+            project.project_root, "models", "events_v.sql",
+        )  # fmt: skip
+        source("{key: [v], purge: synchronous, commit_scn: true}")
+        ok, out = run_and_capture(["run", "-s", "events_v"])
+        assert ok, out
+        assert (
+            f"the materialized view log on {master} differs from the mview_log of "
+            "source.test.raw.events: it has key (id), not (v); commit_scn false, not true; "
+            "purge 'deferred', not 'synchronous'. The log is kept as it was created" in out
+        ), out
+        assert f"fast_refresh.drop_mview_log --args '{{master: {master}}}'" in out, out
+        # The log is the one created above: the view refreshes fast from it.
+        project.run_sql(f"update {master} set v = 11 where id = 1")
+        source("{key: [id], purge: deferred}")
+        ok, out = run_and_capture(["run", "-s", "events_v"])
+        assert ok and f"FAST refresh of {schema}.events_v" in out, out
+        assert "differs from the mview_log" not in out, out
+        assert sorted(self.rows(project, f"select id, v from {schema}.events_v")) == [
+            (1, 11), (2, 20)
+        ]  # fmt: skip

@@ -10,6 +10,8 @@
 - A `table` model switched to `fast_refresh` with a query that fails lost its table: the
   materialization dropped it before the refresh ran.
 - `refresh_mviews` created the view again without the model's persist_docs comments.
+- A `fast_refresh` model switched to `table` leaves its storage table behind, and the log
+  operations took the model's name for that stale table.
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ class TestSwitchingMaterializations(FastRefreshProject):
         run_dbt(["run"])
         assert rows("m") == [(3, 30)], "the view answers the model's new query"
         assert rows("to_table") == rows("fast_to_table") == [(1, 1), (2, 2), (3, 30)]
+        # The fast_refresh model's storage table stays behind; the model's name now means
+        # the table model, and a log asked for by that name goes on it.
+        out = op("create_mview_log", master=f"{s}.fast_to_table")
+        assert f"created materialized view log {s}.mlog__fast_to_table on {s}.fast_to_table:" in out
         project.run_sql(f"insert into {s}.raw values (9, 9)")
         run_dbt(["run"])
         assert rows("m") == [(3, 30), (9, 9)]

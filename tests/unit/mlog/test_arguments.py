@@ -3,10 +3,16 @@ command line): lists or comma-separated strings of columns, yes/no flags as stri
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.mlog.ddl import column_list, flag
+from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
+from dbt.adapters.fastrefresh.mlog.ddl import column_list, flag, log_differences
+from dbt.adapters.fastrefresh.protocol.state import Flavour, LogConfig
+from dbt.adapters.fastrefresh.sqltext import TableName
 
 
 def test_a_column_list_is_a_list_or_one_comma_separated_string() -> None:
@@ -42,3 +48,42 @@ def test_a_flag_reads_its_yaml_and_command_line_spellings() -> None:
 def test_a_flag_that_is_neither_is_refused_naming_the_argument(bad: object) -> None:
     with pytest.raises(FastRefreshError, match=r"commit_scn must be true or false.*Fix:"):
         flag(bad, "commit_scn")
+
+
+def _log(key: tuple[str, ...], logged: tuple[str, ...]) -> tuple[LogConfig, TableMeta]:
+    master = TableName("s", "t")
+    config = LogConfig(
+        master, TableName("s", "mlog__t"), Flavour.TIMESTAMP, key, logged, ("id", "g", "v"),
+        not key, dt.datetime(2026, 1, 1), "abc",
+    )  # fmt: skip
+    columns = (Column("id", "int"), Column("g", "string"), Column("v", "int"))
+    return config, TableMeta(master, True, "iceberg", columns, 5, {})
+
+
+def test_a_nodes_mview_log_is_compared_with_the_log_option_by_option() -> None:
+    config, meta = _log(("id",), ("g",))
+    # What the node leaves out is not compared; what it gives the log has is no difference.
+    assert log_differences(config, meta, {}) == []
+    assert log_differences(config, meta, {"key": "ID", "columns": ["g"], "purge": "deferred"}) == []
+    assert log_differences(config, meta, {"commit_scn": "false"}) == []
+    assert log_differences(
+        config, meta, {"key": ["g"], "columns": "g, v", "commit_scn": True, "purge": "synchronous"}
+    ) == [
+        "key (id), not (g)",
+        "columns (g), not (g, v)",  # beside the log's own key
+        "commit_scn false, not true",
+        "purge 'deferred', not 'synchronous'",
+    ]
+    assert log_differences(config, meta, {"key": []}) == ["key (id), not (none: key-less)"]
+    # A key-less log holds whole rows: its columns are not an option to compare.
+    keyless, meta = _log((), ("id", "g", "v"))
+    assert log_differences(keyless, meta, {"columns": ["g"]}) == []
+    assert log_differences(keyless, meta, {"key": ["id"]}) == ["key (none: key-less), not (id)"]
+
+
+def test_a_nodes_mview_log_naming_no_column_of_the_master_is_refused() -> None:
+    config, meta = _log(("id",), ("g",))
+    with pytest.raises(FastRefreshError, match=r"Key column\(s\) nope are not columns of s.t"):
+        log_differences(config, meta, {"key": ["nope"]})
+    with pytest.raises(FastRefreshError, match=r"purge must be 'deferred' or 'synchronous'"):
+        log_differences(config, meta, {"purge": "later"})

@@ -333,6 +333,7 @@ class FastrefreshAdapter(SparkAdapter):
         )  # fmt: skip
         return {
             "logs_created": list(result.logs_created),
+            "log_warnings": list(result.log_warnings),
             "type": str(result.refresh_type), "reason": str(result.reason or ""),
             "message": result.message(), "log_rows": result.log_rows, "noop": result.noop,
             "seconds": round(result.seconds, 3),

@@ -39,7 +39,7 @@ from sqlglot.transforms import eliminate_qualify
 
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
-from dbt.adapters.fastrefresh.engine.surface import VIEW_FINGERPRINT, ensure_view, storage_read
+from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read
 from dbt.adapters.fastrefresh.engine.upstream import Upstream, log_options
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
@@ -53,7 +53,13 @@ from dbt.adapters.fastrefresh.ivm.analysis import (
     tables_of,
 )
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
-from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, create_mview_log, load_log, log_mismatch
+from dbt.adapters.fastrefresh.mlog.ddl import (
+    LoadedLog,
+    create_mview_log,
+    load_log,
+    log_differences,
+    log_mismatch,
+)
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
     NEEDS_COMPILE,
@@ -63,7 +69,13 @@ from dbt.adapters.fastrefresh.protocol.decisions import (
     RefreshType,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE, ViewConfig, ViewState
+from dbt.adapters.fastrefresh.protocol.state import (
+    VIEW_CONFIG,
+    VIEW_FINGERPRINT,
+    VIEW_STATE,
+    ViewConfig,
+    ViewState,
+)
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
 from dbt.adapters.fastrefresh.sqltext import TableName, storage_of, view_of
@@ -92,6 +104,8 @@ class RefreshResult:
     phases: dict[str, float] = field(default_factory=dict)
     noop: bool = False
     logs_created: tuple[str, ...] = ()  # what creating its masters' missing logs said
+    # A master's log that differs from what its dbt node's ``mview_log`` asks (kept).
+    log_warnings: tuple[str, ...] = ()
 
     def message(self) -> str:
         if self.refresh_type is RefreshType.FAST:
@@ -365,7 +379,11 @@ def refresh_view(
         refresh.docs = docs
         refresh.replace_table = replace_table
         result = refresh.run(full_refresh=full_refresh, exists=exists)
-        return dataclasses.replace(result, logs_created=tuple(refresh.logs_created))
+        return dataclasses.replace(
+            result,
+            logs_created=tuple(refresh.logs_created),
+            log_warnings=tuple(refresh.log_warnings),
+        )
 
 
 class _Refresh:
@@ -386,12 +404,28 @@ class _Refresh:
         self.on_schema_change = "ignore"
         self.upstream: tuple[Upstream, ...] = ()
         self.logs_created: list[str] = []
+        self.log_warnings: list[str] = []
 
     def _with_log(self, master: MasterState) -> MasterState:
         """``master``, with the log created when it has none and is a dbt node the model
-        reads whose ``mview_log`` allows it (``engine/upstream.py``)."""
+        reads whose ``mview_log`` allows it (``engine/upstream.py``). A log that exists is
+        kept as it is; where it differs from the options the node's ``mview_log`` gives,
+        the refresh warns (recreating the log would rebuild every view on it)."""
         up = next((u for u in self.upstream if u.relation == master.name), None)
-        if master.log is not None or up is None or up.log is False:
+        if up is None or up.log is False:
+            return master
+        if master.log is not None:
+            differences = log_differences(master.log.config, master.meta, up.options)
+            if differences:
+                named = view_of(master.name) or master.name
+                self.log_warnings.append(
+                    f"the materialized view log on {master.name} differs from the "
+                    f"mview_log of {up.node}: it has {'; '.join(differences)}. The log is "
+                    "kept as it was created (recreating it makes every view on it rebuild "
+                    "once). Fix: make mview_log match the log, or recreate the log "
+                    f"with dbt run-operation fast_refresh.drop_mview_log --args "
+                    f"'{{master: {named}}}' and dbt run."
+                )
             return master
         options = log_options(up, master.meta)
         said = create_mview_log(self.env, master.name, **options, if_not_exists=True)

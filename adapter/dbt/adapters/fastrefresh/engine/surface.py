@@ -22,9 +22,8 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN, HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.state import VIEW_FINGERPRINT
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, properties, string
-
-VIEW_FINGERPRINT = "fast_refresh.view-of"
 
 
 def user_columns(columns: Sequence[Column]) -> list[Column]:

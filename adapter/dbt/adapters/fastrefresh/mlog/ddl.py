@@ -25,6 +25,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     LOG_CONFIG,
     LOG_STATE,
     VIEW_CONFIG,
+    VIEW_FINGERPRINT,
     Flavour,
     LogConfig,
     LogState,
@@ -297,13 +298,50 @@ def _logged(
 
 def master_table(env: Env, name: object) -> TableName:
     """The table a master name stands for: a fast_refresh view's storage table, which its
-    log is on (the view's own name is a Spark view over it), else the named table."""
+    log is on (the view's own name is a Spark view over it), else the named table.
+
+    The name stands for the storage table while it is the model's view, or while nothing
+    has it (the view dropped by hand: the model's next refresh creates it again). A model
+    switched to another materialization leaves its storage table behind: the name is then
+    that materialization's table or view, and means it (as ``engine.refresh.resolve_views``
+    reads it)."""
     master = TableName.parse(name)
     storage = storage_of(master)
     meta = env.tables.load(storage)
-    if meta is not None and meta.iceberg and VIEW_CONFIG in meta.properties:
+    if meta is None or not meta.iceberg or VIEW_CONFIG not in meta.properties:
+        return master
+    if env.tables.view_property(master, VIEW_FINGERPRINT) is not None:
         return storage
-    return master
+    return storage if env.tables.load(master) is None else master
+
+
+def log_differences(config: LogConfig, meta: TableMeta, options: Mapping[str, Any]) -> list[str]:
+    """How the log ``config`` (on the master ``meta``) differs from the ``create_mview_log``
+    ``options`` a dbt node's ``mview_log`` gives: one phrase per option given that the log
+    does not have (an option left out is not compared: ``columns`` left out means the
+    master's columns when the log was created)."""
+    master, found = config.master, []
+    if "key" in options:
+        key = _resolve_key(meta, master, column_list(options["key"], "key"))
+        if set(key) != set(config.key_columns):
+            found.append(f"key {_listed(config.key_columns)}, not {_listed(key)}")
+    if "columns" in options and config.key_columns:
+        names = [c.name for c in meta.columns]
+        columns = column_list(options["columns"], "columns")
+        logged = _logged(master, names, list(config.key_columns), columns)
+        if set(logged) != set(config.logged_columns):
+            found.append(f"columns {_listed(config.logged_columns)}, not {_listed(logged)}")
+    if "commit_scn" in options:
+        wanted = flag(options["commit_scn"], "commit_scn")
+        if wanted != config.commit_scn:
+            found.append(f"commit_scn {str(config.commit_scn).lower()}, not {str(wanted).lower()}")
+    if "purge" in options and _purge_mode(options["purge"]) is not config.purge:
+        found.append(f"purge {config.purge.value!r}, not {_purge_mode(options['purge']).value!r}")
+    return found
+
+
+def _listed(columns: Sequence[str]) -> str:
+    return f"({', '.join(columns)})" if columns else "(none: key-less)"
 
 
 def create_mview_log(

@@ -39,6 +39,8 @@ LOG_CONFIG = "fast_refresh.log"
 LOG_STATE = "fast_refresh.log-state"
 VIEW_CONFIG = "fast_refresh.view"
 VIEW_STATE = "fast_refresh.view-state"
+# On a fast_refresh model's Spark view: what it was created from (``engine/surface.py``).
+VIEW_FINGERPRINT = "fast_refresh.view-of"
 STATE_KEYS = (LOG_STATE, VIEW_STATE)
 
 UNMARKED = dt.datetime(4000, 1, 1)
