@@ -31,6 +31,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import sqlglot
 from sqlglot import exp
@@ -405,6 +406,7 @@ class _Refresh:
         self.upstream: tuple[Upstream, ...] = ()
         self.logs_created: list[str] = []
         self.log_warnings: list[str] = []
+        self.previous_filled: tuple[str, ...] = ()
 
     def _with_log(self, master: MasterState) -> MasterState:
         """``master``, with the log created when it has none and is a dbt node the model
@@ -489,6 +491,7 @@ class _Refresh:
                 for m in masters
             }  # fmt: skip
             previous = dict(record.state.master_snapshots) if record and record.state else {}
+            self.previous_filled = record.state.filled if record and record.state else ()
             sources: dict[TableName, sqlgen.Source] = {}
             reason = self._final_reason(
                 reason, plan, masters, sources=sources, pins=pins, previous=previous
@@ -536,6 +539,8 @@ class _Refresh:
             reason = _history_gone(
                 self.env, plan, self.setups, sources, pins=pins, previous=previous
             )
+        if reason is None:
+            reason = self._filled_before(masters)
         if reason is None and self.method is RefreshMethod.FORCE:
             reason = _range_too_large(self.env, self.setups, pins)
         if reason is not None and not reason.expected and self.method is RefreshMethod.FAST:
@@ -546,6 +551,21 @@ class _Refresh:
                 f"Fix: {reason.fix(**names)}."
             )
         return reason
+
+    def _filled_before(self, masters: list[MasterState]) -> Reason | None:
+        """A view last built from a master's snapshot older than a column of that master
+        (``_fills``) is rebuilt by its next refresh that has changes to apply: its fast
+        refresh would read the master at that snapshot, without the column."""
+        filled = self.previous_filled
+        if not filled or not any(s.pending for s in self.setups.values()):
+            return None
+        named = ", ".join(str(m.name) for m in masters if str(m.name) in filled)
+        return Reason(
+            ReasonCode.MASTER_COLUMNS_CHANGED,
+            f"the view was last built from a snapshot of {named or ', '.join(filled)} older "
+            "than its newest column(s), which read as NULL there; rebuilt from the newer "
+            "snapshot",
+        )
 
     def _record(self) -> ViewRecord | None:
         """The view's record; a view built by dbt-fastrefresh 0.1 is moved to its storage
@@ -663,6 +683,7 @@ class _Refresh:
         columns_hash: str,
     ) -> None:
         env = self.env
+        fills = _fills(env, self.masters, pins)
         config = ViewConfig(
             definition=plan.sql,
             query_hash=plan.query_hash,
@@ -672,12 +693,16 @@ class _Refresh:
             table_options=self.table.stored(),
             table_properties={str(k): str(v) for k, v in self.table.properties.items()},
             registered_at=record.config.registered_at if record and record.config else self._now(),  # type: ignore[arg-type]
-            avg_types=_avg_types(env, plan, pins),
+            avg_types=_avg_types(env, plan, pins, {m: f.read for m, f in fills.items()}),
             key_columns=view_key(plan),
         )
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
+        # The masters whose absent columns the query reads (a view that reads none of them
+        # refreshes fast from that snapshot as from any other).
+        filled = [m for m, f in fills.items() if f.absent & set(plan.columns_read_of(m))]
+        state = state.replace(filled=tuple(sorted(str(m) for m in filled)))
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
-        select = sqlgen.complete_select(plan, pins)
+        select = sqlgen.complete_select(plan, pins, {m: f.read for m, f in fills.items()})
         in_place = record is not None and keeps_history(record, config, plan)
         if in_place:
             statement = f"{sqltext.replace_all(self.storage)} {select}"
@@ -931,13 +956,45 @@ def view_key(plan: ViewPlan) -> tuple[str, ...]:
     return ()
 
 
-def _avg_types(env: Env, plan: ViewPlan, pins: Mapping[TableName, int | None]) -> dict[str, str]:
+class Fill(NamedTuple):
+    """A master read at a snapshot older than some of its columns (``_fills``)."""
+
+    read: str  # the SELECT that reads it with every current column
+    absent: frozenset[str]  # the columns added after the snapshot
+
+
+def _fills(
+    env: Env, masters: Sequence[MasterState], pins: Mapping[TableName, int | None]
+) -> dict[TableName, Fill]:
+    """How a complete refresh reads each master whose pinned snapshot is older than some
+    of its columns (``sqlgen.filled_read``): an ``ADD COLUMN`` makes no snapshot, and
+    Iceberg reads a snapshot with the schema it was committed under, where the query
+    naming the new column (or ``*``) failed until the master's next commit."""
+    fills = {}
+    for m in masters:
+        snapshot = pins.get(m.name)
+        present = None if snapshot is None else env.tables.snapshot_columns(m.name, snapshot)
+        if snapshot is None or present is None:
+            continue
+        absent = frozenset(c.name.lower() for c in m.meta.columns) - present
+        if absent:
+            read = sqlgen.filled_read(m.name, snapshot, m.meta.columns, present)
+            fills[m.name] = Fill(read, absent)
+    return fills
+
+
+def _avg_types(
+    env: Env,
+    plan: ViewPlan,
+    pins: Mapping[TableName, int | None],
+    fills: Mapping[TableName, str],
+) -> dict[str, str]:
     """Spark's result type of each AVG(arg) (so incremental averages match exactly); asked
     once, at the complete refresh, and kept in the view's configuration."""
     args = sorted({a.arg for a in plan.aggregates if a.kind == "avg" and a.arg})
     if not args or not plan.supported:
         return {}
-    tree = sqlgen.pin_tables(plan.query(), pins)
+    tree = sqlgen.pin_tables(plan.query(), pins, fills)
     for arg in ("group", "distinct"):
         tree.set(arg, None)
     nodes = [plan.component_nodes[plan.components.index(arg)].copy() for arg in args]

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,13 +263,16 @@ def _in_files(files: Sequence[DataFile]) -> str:
 
 
 def reads_of(
-    master: TableName, columns: Sequence[mt.Column], changes: Sequence[SnapshotChanges]
+    master: TableName,
+    columns: Sequence[mt.Column],
+    changes: Sequence[SnapshotChanges],
+    *,
+    absent: Mapping[int, frozenset[str]] | None = None,
 ) -> CaptureReads:
     """The SQL path's row sources of each commit's removed and added rows (pure). A file one
-    commit added and the next removed is read once, at the snapshot between them."""
-    m = master.sql
-    sel = ", ".join(ident(c.name) for c in columns)
-    names = [c.name for c in columns]
+    commit added and the next removed is read once, at the snapshot between them.
+    ``absent``: the columns a snapshot's schema lacks (``LogConfig.absent_at``)."""
+    m, absent = master.sql, absent or {}
     by_read: dict[int, dict[str, tuple[DataFile, dict[int, int]]]] = {}
     sources: list[RowSource] = []
     for ch in changes:
@@ -280,26 +283,8 @@ def reads_of(
         for f in ch.added:
             by_read.setdefault(sid, {}).setdefault(f.path, (f, {}))[1][ch.ordinal] = 1
         if ch.deleted_from:
-            # The rows live at the parent at the positions the commit's delete files name
-            # (a deletion vector also repeats earlier deletes: those rows were not live).
-            total = ch.snapshot.data_files
-            where = (
-                f"_file IN ({_in_files(ch.deleted_from)}) AND "
-                f"{prune_predicate(ch.deleted_from, total)}"
-            )
-            before = f"SELECT {sel}, _file AS f__, _pos AS p__ FROM {m} VERSION AS OF {parent} WHERE {where}"
-            deletes = (
-                f"SELECT file_path AS f__, pos AS p__ FROM {master.metadata('position_deletes')} "
-                f"VERSION AS OF {sid} WHERE delete_file_path IN "
-                f"({', '.join(literal(p) for p in ch.delete_files)})"
-            )
-            sources.append(
-                RowSource(
-                    f"SELECT {', '.join('b.' + ident(n) for n in names)} FROM ({before}) b "
-                    f"LEFT SEMI JOIN ({deletes}) d ON b.f__ = d.f__ AND b.p__ = d.p__",
-                    {ch.ordinal: -1},
-                )
-            )
+            gone = absent.get(parent) if parent is not None else None
+            sources.append(_deleted_rows(master, columns, ch, gone))
     totals = {ch.snapshot.snapshot_id: ch.snapshot.data_files for ch in changes}
     for snapshot, files in sorted(by_read.items()):
         groups: dict[tuple[tuple[int, int], ...], list[DataFile]] = {}
@@ -311,12 +296,42 @@ def reads_of(
             )
             sources.append(
                 RowSource(
-                    f"SELECT {sel} FROM {m} VERSION AS OF {snapshot} WHERE {where}",
+                    f"SELECT {select_list(columns, absent.get(snapshot))} FROM {m} "
+                    f"VERSION AS OF {snapshot} WHERE {where}",
                     dict(signs_key),
                     whole_files=True,
                 )
             )
     return CaptureReads(tuple((ch.ordinal, ch.snapshot) for ch in changes), tuple(sources))
+
+
+def _deleted_rows(
+    master: TableName,
+    columns: Sequence[mt.Column],
+    ch: SnapshotChanges,
+    absent: frozenset[str] | None,
+) -> RowSource:
+    """The rows a commit's delete files delete: live at the parent at the positions they
+    name (a deletion vector also repeats earlier deletes: those rows were not live)."""
+    sid, parent = ch.snapshot.snapshot_id, ch.snapshot.parent_id
+    where = (
+        f"_file IN ({_in_files(ch.deleted_from)}) AND "
+        f"{prune_predicate(ch.deleted_from, ch.snapshot.data_files)}"
+    )
+    before = (
+        f"SELECT {select_list(columns, absent)}, _file AS f__, _pos AS p__ FROM {master.sql} "
+        f"VERSION AS OF {parent} WHERE {where}"
+    )
+    deletes = (
+        f"SELECT file_path AS f__, pos AS p__ FROM {master.metadata('position_deletes')} "
+        f"VERSION AS OF {sid} WHERE delete_file_path IN "
+        f"({', '.join(literal(p) for p in ch.delete_files)})"
+    )
+    return RowSource(
+        f"SELECT {', '.join('b.' + ident(c.name) for c in columns)} FROM ({before}) b "
+        f"LEFT SEMI JOIN ({deletes}) d ON b.f__ = d.f__ AND b.p__ = d.p__",
+        {ch.ordinal: -1},
+    )
 
 
 def sql_commit_reads(
@@ -325,6 +340,20 @@ def sql_commit_reads(
     columns: Sequence[mt.Column],
     key_columns: Sequence[str],
     snapshots: Sequence[SnapshotInfo],
+    *,
+    absent: Mapping[int, frozenset[str]] | None = None,
 ) -> CaptureReads:
     """``Tables.capture_reads`` of the SQL path: metadata tables, then ``reads_of``."""
-    return reads_of(master, columns, read_changes(x, master, columns, key_columns, snapshots))
+    changes = read_changes(x, master, columns, key_columns, snapshots)
+    return reads_of(master, columns, changes, absent=absent)
+
+
+def select_list(columns: Sequence[mt.Column], absent: frozenset[str] | None = None) -> str:
+    """``columns`` as a read of a snapshot whose schema lacks ``absent`` selects them:
+    those as typed NULLs (Iceberg reads a column added later as NULL in older files)."""
+    return ", ".join(
+        f"CAST(NULL AS {c.type}) AS {ident(c.name)}"
+        if c.name.lower() in (absent or ())
+        else ident(c.name)
+        for c in columns
+    )

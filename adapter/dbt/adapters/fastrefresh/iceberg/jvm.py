@@ -26,7 +26,7 @@ from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
-from dbt.adapters.fastrefresh.iceberg.changes import equality_delete_error
+from dbt.adapters.fastrefresh.iceberg.changes import equality_delete_error, select_list
 from dbt.adapters.fastrefresh.iceberg.sql import SqlTables
 from dbt.adapters.fastrefresh.iceberg.tables import (
     SUMMARY_STATS,
@@ -274,6 +274,18 @@ class JvmTables:
         value = loaded.properties().get(key)
         return str(value.get()) if value.isDefined() else None
 
+    def snapshot_columns(self, name: TableName, snapshot: int) -> frozenset[str] | None:
+        """From the table's metadata: the schema the snapshot was committed under."""
+        table = self.table(name)
+        found = table.snapshot(snapshot)
+        schema_id = None if found is None else found.schemaId()
+        if schema_id is None or int(schema_id) == int(table.schema().schemaId()):
+            return None
+        schema = table.schemas().get(schema_id)
+        if schema is None:
+            return None
+        return frozenset(str(f.name()).lower() for f in schema.columns())
+
     def _views_in_iceberg(self) -> bool:
         """Whether the session catalog is Iceberg's own ``SparkCatalog`` (a shared catalog,
         ``runtime/catalog.py``), which keeps the views too; Spark's catalog then knows none."""
@@ -344,8 +356,9 @@ class JvmTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
+        absent: Mapping[int, frozenset[str]] | None = None,
     ) -> Iterator[CaptureReads]:
-        staged = _Staging(self, master, columns, key_columns)
+        staged = _Staging(self, master, columns, key_columns, absent or {})
         try:
             yield staged.reads(snapshots)
         finally:
@@ -370,9 +383,14 @@ class _Staging:
         master: TableName,
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
+        absent: Mapping[int, frozenset[str]],
     ) -> None:
         self.t = tables
         self.master = master
+        self.columns = list(columns)
+        # Staged scans read the files with the table's schema; a read by time travel
+        # (v3 deletes) has the snapshot's, without the columns added after it.
+        self.absent = absent
         self.table = tables.table(master)
         self.io = self.table.io()
         self.names = [c.name for c in columns]
@@ -500,7 +518,8 @@ class _Staging:
         and after the commit."""
         if info.parent_id is None:
             raise self._no_parent()
-        m, names = self.master.sql, ", ".join(ident(n) for n in self.names)
+        m = self.master.sql
+        names = select_list(self.columns, self.absent.get(info.parent_id))
         where = "_file IN (" + ", ".join(literal(p) for p in sorted(targets)) + ")"
         before = (
             f"(SELECT {names}, _file, _pos FROM {m} VERSION AS OF {info.parent_id} WHERE {where})"

@@ -65,6 +65,10 @@ def _iceberg_meta(
     )  # fmt: skip
 
 
+# Each snapshot's column names, read once per process (``SqlTables.snapshot_columns``).
+_SNAPSHOT_COLUMNS: dict[tuple[TableName, int], frozenset[str]] = {}
+
+
 class SqlTables:
     """``Tables`` through Spark SQL statements only (every connection method)."""
 
@@ -186,6 +190,15 @@ class SqlTables:
         value = found.get(key)
         return None if value is None or "does not have property" in value else value
 
+    def snapshot_columns(self, name: TableName, snapshot: int) -> frozenset[str] | None:
+        """One ``DESCRIBE QUERY`` (planned, not run), kept for the process: a snapshot's
+        schema never changes."""
+        key = (name, snapshot)
+        if key not in _SNAPSHOT_COLUMNS:
+            rows = self.x.query(f"DESCRIBE QUERY SELECT * FROM {name.sql} VERSION AS OF {snapshot}")
+            _SNAPSHOT_COLUMNS[key] = frozenset(str(r[0]).lower() for r in rows)
+        return _SNAPSHOT_COLUMNS[key]
+
     @contextlib.contextmanager
     def capture_reads(
         self,
@@ -193,8 +206,9 @@ class SqlTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
+        absent: Mapping[int, frozenset[str]] | None = None,
     ) -> Iterator[CaptureReads]:
-        yield sql_commit_reads(self.x, master, columns, key_columns, snapshots)
+        yield sql_commit_reads(self.x, master, columns, key_columns, snapshots, absent=absent)
 
     def delete_through(
         self, name: TableName, column: str, value: int, summary: Mapping[str, str]

@@ -266,14 +266,22 @@ class Tables(Protocol):
         """A property of the Spark view ``name`` (None: no such view, or no such property)."""
         ...
 
+    def snapshot_columns(self, name: TableName, snapshot: int) -> frozenset[str] | None:
+        """The column names of the schema a read of ``name`` at ``snapshot`` has (Iceberg's
+        time travel reads a snapshot with the schema it was committed under); None: the
+        table's current schema."""
+        ...
+
     def capture_reads(
         self,
         master: TableName,
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
+        absent: Mapping[int, frozenset[str]] | None = None,
     ) -> contextlib.AbstractContextManager[CaptureReads]:
-        """How to read what each commit touched (valid inside the block)."""
+        """How to read what each commit touched (valid inside the block). ``absent``: the
+        columns a snapshot's schema lacks, read there as NULL (``LogConfig.absent_at``)."""
         ...
 
     def delete_through(

@@ -185,7 +185,9 @@ def _append(
     ``through`` that snapshot; returns the log as the append left it."""
     state = log.state
     moved = state.replace(captured_through=through, captured_at=now)
-    with env.tables.capture_reads(master.name, columns, log.config.key_columns, batch) as reads:
+    with env.tables.capture_reads(
+        master.name, columns, log.config.key_columns, batch, log.config.absent_at()
+    ) as reads:
         if not reads.commits:
             # Only compactions or DML that matched nothing: no row to log, but the
             # position moves (the snapshots passed may be expired later).

@@ -379,12 +379,14 @@ def create_mview_log(
         key_columns = _resolve_key(meta, master, column_list(key, "key"))
         logged = _logged(master, names, key_columns, column_list(columns, "columns"))
         created = env.clock()
+        added = _added_after(env, meta, names)
         config = LogConfig(
             master=master, log_table=log_table,
             flavour=Flavour.COMMIT_SCN if commit_scn else Flavour.TIMESTAMP,
             key_columns=tuple(key_columns), logged_columns=tuple(logged),
             master_columns=tuple(names), keyless=not key_columns, created=created,
             incarnation=uuid.uuid4().hex, purge=mode, master_field_ids=_field_ids(meta),
+            start_snapshot=meta.current_snapshot if added else None, added_after_start=added,
         )  # fmt: skip
         env.sql.execute(_create_sql(config, meta, new_log_state(created, meta.current_snapshot)))
         env.runtime.chosen.pop(str(log_table), None)
@@ -398,6 +400,17 @@ def create_mview_log(
         f"{len(logged)} column(s), {flavour} flavour, {mode.value} purge, capturing from "
         f"snapshot {meta.current_snapshot}"
     )
+
+
+def _added_after(env: Env, meta: TableMeta, names: Sequence[str]) -> tuple[str, ...]:
+    """The master columns (``names``, which capture reads) its current snapshot lacks: an
+    ``ADD COLUMN`` makes no snapshot, and the first capture reads rows that snapshot held."""
+    if meta.current_snapshot is None:
+        return ()
+    present = env.tables.snapshot_columns(meta.name, meta.current_snapshot)
+    if present is None:
+        return ()
+    return tuple(c for c in names if c.lower() not in present)
 
 
 def _check_master_columns(meta: TableMeta, master: TableName) -> None:

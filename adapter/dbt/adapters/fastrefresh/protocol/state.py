@@ -93,6 +93,18 @@ class LogConfig:
     # The master columns' Iceberg field ids at creation, in ``master_columns``' order
     # (empty when the log was created on the SQL path, which reads none).
     master_field_ids: tuple[int, ...] = ()
+    # The snapshot the log captures from, when its schema lacks master columns (added
+    # after it was committed, before the log was created), and those columns: capture
+    # reads them there as NULL (Iceberg reads a snapshot with the schema it was committed
+    # under).
+    start_snapshot: int | None = None
+    added_after_start: tuple[str, ...] = ()
+
+    def absent_at(self) -> dict[int, frozenset[str]]:
+        """The master columns a snapshot capture may read lacks (``added_after_start``)."""
+        if self.start_snapshot is None or not self.added_after_start:
+            return {}
+        return {self.start_snapshot: frozenset(self.added_after_start)}
 
     @property
     def commit_scn(self) -> bool:
@@ -121,6 +133,14 @@ class LogConfig:
                     if self.master_field_ids
                     else {}
                 ),
+                **(
+                    {
+                        "start_snapshot": self.start_snapshot,
+                        "added_after_start": list(self.added_after_start),
+                    }
+                    if self.added_after_start
+                    else {}
+                ),
             }
         )
 
@@ -139,6 +159,8 @@ class LogConfig:
             incarnation=d["incarnation"],
             purge=PurgeMode(d.get("purge", PurgeMode.DEFERRED.value)),
             master_field_ids=tuple(int(i) for i in d.get("master_field_ids", ())),
+            start_snapshot=d.get("start_snapshot"),
+            added_after_start=tuple(d.get("added_after_start", ())),
         )
 
 
@@ -323,10 +345,15 @@ class ViewState:
     positions: Mapping[str, Position] = field(default_factory=dict)  # by log table
     master_snapshots: Mapping[str, int] = field(default_factory=dict)  # by master
     snapshot: int | None = None  # in a table property: the view snapshot it describes
+    # The masters read at a snapshot older than a column of theirs (added after it, read
+    # as NULL: ``sqlgen.filled_read``); the view's next refresh that applies changes
+    # rebuilds it from a newer one.
+    filled: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return _dumps(
             {
+                **({"filled": list(self.filled)} if self.filled else {}),
                 "refresh_method": self.refresh_method,
                 "last_refresh_type": self.last_refresh_type,
                 "last_refresh_time": stamp(self.last_refresh_time),
@@ -354,6 +381,7 @@ class ViewState:
             },
             master_snapshots={k: int(v) for k, v in d.get("master_snapshots", {}).items()},
             snapshot=d.get("snapshot"),
+            filled=tuple(d.get("filled", ())),
         )
 
     def replace(self, **changes: Any) -> ViewState:

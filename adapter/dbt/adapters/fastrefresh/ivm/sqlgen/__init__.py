@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from dbt.adapters.fastrefresh.ivm.analysis import Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen import aggregate, outer, projection, semi, union, window
-from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, pin_tables
+from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_select, filled_read, pin_tables
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import (
     LogSource,
     MasterSource,
@@ -41,6 +41,7 @@ __all__ = [
     "Target",
     "complete_select",
     "delta_statement",
+    "filled_read",
     "image_ctes",
     "join_merge",
     "notes",

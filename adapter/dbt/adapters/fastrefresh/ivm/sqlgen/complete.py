@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import sqlglot
 from sqlglot import exp
 
+from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN
 from dbt.adapters.fastrefresh.ivm.plan import UnionBranch
@@ -30,37 +31,71 @@ def read_from(tree: exp.Select, alias: str, select: exp.Select) -> None:
     table.replace(exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))))
 
 
-def pin_tables(tree: Any, pins: Mapping[TableName, int | None]) -> Any:
-    """Read every pinned master at its snapshot (``VERSION AS OF``)."""
-    for table in tree.find_all(exp.Table):
-        if table.db:
-            pin(table, pins.get(TableName(table.db.lower(), table.name.lower())))
+def filled_read(
+    master: TableName, snapshot: int, columns: Sequence[Column], present: Iterable[str]
+) -> str:
+    """A read of ``master`` at ``snapshot`` with the table's current ``columns``, in their
+    order: Iceberg reads a snapshot with the schema it was committed under, so a column
+    added after it (``present`` are the snapshot's) is NULL there, as Iceberg reads it
+    in the data files written before it."""
+    have = {p.lower() for p in present}
+    select = ", ".join(
+        q(c.name) if c.name.lower() in have else f"CAST(NULL AS {c.type}) AS {q(c.name)}"
+        for c in columns
+    )
+    return f"SELECT {select} FROM {master.sql} VERSION AS OF {snapshot}"
+
+
+def pin_tables(
+    tree: Any, pins: Mapping[TableName, int | None], fills: Mapping[TableName, str] | None = None
+) -> Any:
+    """Read every pinned master at its snapshot (``VERSION AS OF``); a master in ``fills``
+    through that read (``filled_read``) instead."""
+    for table in list(tree.find_all(exp.Table)):
+        if not table.db:
+            continue
+        name = TableName(table.db.lower(), table.name.lower())
+        if fills and name in fills:
+            alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
+            body = sqlglot.parse_one(fills[name], read=DIALECT)
+            table.replace(exp.Subquery(this=body, alias=alias))
+        else:
+            pin(table, pins.get(name))
     return tree
 
 
-def complete_select(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> str:
-    """The SELECT that builds the whole view, hidden columns included, on pinned masters."""
+def complete_select(
+    plan: ViewPlan,
+    pins: Mapping[TableName, int | None],
+    fills: Mapping[TableName, str] | None = None,
+) -> str:
+    """The SELECT that builds the whole view, hidden columns included, on pinned masters
+    (``fills``: see ``pin_tables``)."""
     if not plan.supported:
         try:
             tree = sqlglot.parse_one(plan.sql, read=DIALECT)
         except sqlglot.errors.SqlglotError:
             return plan.sql
-        return pin_tables(tree, pins).sql(dialect=DIALECT)
+        return pin_tables(tree, pins, fills).sql(dialect=DIALECT)
     if plan.shape is Shape.UNION_ALL:
-        return " UNION ALL ".join(branch_select(plan, b, pins) for b in plan.branches)
+        return " UNION ALL ".join(branch_select(plan, b, pins, fills=fills) for b in plan.branches)
     if plan.shape is Shape.PROJECTION and not plan.keyed:
         names = ", ".join(q(o.name) for o in plan.outputs)
         return (
             f"SELECT *, count(1) OVER (PARTITION BY {names}) AS __fr_multiplicity "
-            f"FROM ({complete_tree(plan, pins).sql(dialect=DIALECT)}) __fr_q"
+            f"FROM ({complete_tree(plan, pins, fills).sql(dialect=DIALECT)}) __fr_q"
         )
-    return complete_tree(plan, pins).sql(dialect=DIALECT)
+    return complete_tree(plan, pins, fills).sql(dialect=DIALECT)
 
 
-def complete_tree(plan: ViewPlan, pins: Mapping[TableName, int | None]) -> exp.Select:
+def complete_tree(
+    plan: ViewPlan,
+    pins: Mapping[TableName, int | None],
+    fills: Mapping[TableName, str] | None = None,
+) -> exp.Select:
     """The qualified query on pinned masters with the hidden columns it computes (a
     DISTINCT as the GROUP BY it is); a key-less projection's multiplicity excepted."""
-    tree = pin_tables(plan.query(), pins)
+    tree = pin_tables(plan.query(), pins, fills)
     if plan.shape is Shape.AGGREGATE and tree.args.get("distinct") is not None:
         tree.set("distinct", None)  # over a GROUP BY it outputs whole, a no-op
         if tree.args.get("group") is None:
@@ -90,11 +125,12 @@ def branch_select(
     branch: UnionBranch,
     pins: Mapping[TableName, int | None],
     types: Mapping[str, str] | None = None,
+    fills: Mapping[TableName, str] | None = None,
 ) -> str:
     """The branch's rows over the pinned masters, as the union's columns: its outputs, its
     marker, the hidden columns it carries and NULL for the other branches' (typed by
     ``types``, the view's, when given)."""
-    inner = complete_tree(branch.plan, pins).sql(dialect=DIALECT)
+    inner = complete_tree(branch.plan, pins, fills).sql(dialect=DIALECT)
     names = [o.name for o in plan.outputs]
     carried = {union: mine for mine, union in branch.carried}
     values = [f"n.{q(mine)} AS {q(name)}" for mine, name in zip(branch.outputs, names, strict=True)]
