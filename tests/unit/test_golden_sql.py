@@ -381,3 +381,33 @@ def test_a_capture_inside_a_refresh_is_stamped_and_appends_need_no_netting(
         f"capture_stamped_appends_{flavour.value}",
         capture_statement(config, KV, APPENDS, 0, stamp=T0),
     )
+
+
+def test_a_capture_reads_columns_its_first_snapshot_lacks_as_null() -> None:
+    # Snapshot 6 (the log's first) predates w; 7, read for the delete of snapshot 8, has it.
+    reads = reads_of(TableName(S, "t"), KV, CHANGES, absent={6: frozenset({"w"})})
+    texts = [source.sql for source in reads.sources]
+    null_w = "CAST(NULL AS string) AS `w`"
+    at_6 = [t for t in texts if "VERSION AS OF 6 " in t]
+    assert at_6 and all(null_w in t for t in at_6)
+    others = [t for t in texts if "VERSION AS OF 6 " not in t]
+    assert others and not any("CAST(NULL" in t for t in others)
+    assert [s.sql for s in reads_of(TableName(S, "t"), KV, CHANGES).sources] == [
+        t.replace(null_w, "`w`") for t in texts
+    ]
+
+
+def test_a_complete_refresh_reads_a_master_older_than_some_columns_with_them_as_null() -> None:
+    # m3 at snapshot 23 predates x.
+    fill = sqlgen.filled_read(M3, 23, COLUMNS[M3], {"k", "g"})
+    assert fill == f"SELECT `k`, `g`, CAST(NULL AS int) AS `x` FROM {M3.sql} VERSION AS OF 23"
+    got = sqlgen.complete_select(plan_of("join_hidden_keys"), PINS, {M3: fill})
+    assert (
+        "FROM g.m1 VERSION AS OF 21 AS a JOIN (SELECT `k`, `g`, CAST(NULL AS INT) AS `x` FROM "
+        "`g`.`m3` VERSION AS OF 23) AS b ON a.k = b.k"
+    ) in got
+    plain = sqlgen.complete_select(plan_of("join_hidden_keys"), PINS)
+    assert "g.m3 VERSION AS OF 23 AS b" in plain and "CAST(NULL" not in plain
+    # A self-join reads the master through the fill under each of its aliases.
+    selfjoin = sqlgen.complete_select(plan_of("join_self"), PINS, {M1: "SELECT 1 AS k"})
+    assert "FROM (SELECT 1 AS k) AS a CROSS JOIN (SELECT 1 AS k) AS b WHERE" in selfjoin

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from dbt.adapters.fastrefresh.iceberg.changes import select_list
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource, SnapshotInfo
 from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement
@@ -115,3 +116,9 @@ def test_without_copy_on_write_rewrites_rows_pair_by_key_at_once() -> None:
     # A key-less log has no pairing to cancel them in: it still nets.
     keyless = capture_statement(_config(Flavour.COMMIT_SCN, ()), columns, reads, 0)
     assert "FROM src GROUP BY `k`, `v`" in keyless, "no pairing by key: no distribution by key"
+
+
+def test_a_snapshot_older_than_some_columns_is_read_with_them_as_null() -> None:
+    columns = [Column("k", "bigint"), Column("v", "decimal(10,2)")]
+    assert select_list(columns) == "`k`, `v`"
+    assert select_list(columns, frozenset({"v"})) == "`k`, CAST(NULL AS decimal(10,2)) AS `v`"

@@ -37,6 +37,11 @@ def test_states_round_trip_through_json() -> None:
     assert "master_field_ids" not in config.to_json()  # a SQL-path log's, as before
     with_ids = dataclasses.replace(config, master_field_ids=(1, 2))
     assert LogConfig.from_json(with_ids.to_json()) == with_ids
+    # A log whose first snapshot lacks columns added before it was created (else as before).
+    assert "added_after_start" not in config.to_json() and config.absent_at() == {}
+    added = dataclasses.replace(config, start_snapshot=7, added_after_start=("v",))
+    assert LogConfig.from_json(added.to_json()) == added
+    assert added.absent_at() == {7: frozenset({"v"})}
     state = new_log_state(T0, 5).replace(
         users={"s.v": Claim(T0, 3, T1)}, last_purge_time=T1, snapshot=9
     )
@@ -48,6 +53,9 @@ def test_states_round_trip_through_json() -> None:
     vstate = ViewState("force", "FAST", T1, None, {"s.mlog__t": Position("inc/1", 4, T1)},
                        {"s.t": 12})  # fmt: skip
     assert ViewState.from_json(vstate.to_json()) == vstate
+    assert "filled" not in vstate.to_json()
+    filled = vstate.replace(filled=("s.t",))
+    assert ViewState.from_json(filled.to_json()) == filled
 
 
 def _meta(current: int | None, properties: dict[str, str]) -> TableMeta:
