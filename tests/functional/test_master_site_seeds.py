@@ -311,6 +311,11 @@ def test_purge_log_mview_from_log_and_unregister(site: Site) -> None:
     assert "new" in site.users("c"), "unregister keeps the log claims (Oracle)"
     with pytest.raises(FastRefreshError, match="not a registered materialized view"):
         admin.unregister_mview(site.env, f"{site.schema}.new")
+    # The end of the dbt invocation releases the claims the unregistered view left.
+    (released,) = admin.release_orphans(site.env)
+    assert f"released {site.schema}.new from the log of" in released, released
+    assert "is no longer a fast_refresh view's (unregistered, or replaced" in released, released
+    assert "new" not in site.users("c")
     site.refresh("c", "new")
     assert site.last.reason is not None and site.last.reason.code is ReasonCode.NOT_REGISTERED
 

@@ -172,8 +172,13 @@ def release_orphans(env: Env, project_views: set[TableName] | None = None) -> li
         for user in sorted(log.state.users) if log is not None else []:
             view = TableName.parse(user)
             meta = env.tables.load(storage_of(view), fresh=True)
-            if meta is None or VIEW_CONFIG not in meta.properties:
-                why = f"its table {storage_of(view)} is gone or is no longer a fast_refresh view's"
+            if meta is None:
+                why = f"its table {storage_of(view)} is gone"
+            elif VIEW_CONFIG not in meta.properties:
+                why = (
+                    f"its table {storage_of(view)} is no longer a fast_refresh view's "
+                    "(unregistered, or replaced by another table)"
+                )
             elif project_views is not None and view.schema in schemas and view not in project_views:
                 why = (
                     "it is no longer a model of this dbt project (removed or renamed; drop "
