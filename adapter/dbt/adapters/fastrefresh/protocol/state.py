@@ -353,7 +353,6 @@ class ViewState:
     def to_json(self) -> str:
         return _dumps(
             {
-                **({"filled": list(self.filled)} if self.filled else {}),
                 "refresh_method": self.refresh_method,
                 "last_refresh_type": self.last_refresh_type,
                 "last_refresh_time": stamp(self.last_refresh_time),
@@ -364,6 +363,7 @@ class ViewState:
                 },
                 "master_snapshots": dict(sorted(self.master_snapshots.items())),
                 "snapshot": self.snapshot,
+                **({"filled": list(self.filled)} if self.filled else {}),
             }
         )
 
