@@ -100,11 +100,11 @@ postgres-deps:
 # Several dbt processes on one shared catalog: an Iceberg JDBC catalog on a PostgreSQL
 # server the tests start (Debian's postgresql and libpostgresql-jdbc-java, installed by
 # postgres-deps). The multi-process tests (tests/shared), then the seed traces, the
-# materialization, threads, dbt-basics and view-model tests with the session's catalog on
-# that server, leases on (about 20 minutes).
+# materialization, threads, dbt-basics, view-model and added-column tests with the
+# session's catalog on that server, leases on (about 22 minutes, measured 2026-11-28).
 SHARED_TESTS ?= tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py \
   tests/functional/test_concurrency.py tests/functional/test_dbt_basics.py \
-  tests/functional/test_view_models.py
+  tests/functional/test_view_models.py tests/functional/test_added_columns.py
 test-shared: check-java postgres-deps $(STAMP)
 	$(BIN)/pytest -m shared -p no:xdist $(PYTEST_ARGS) tests/shared
 	FASTREFRESH_TEST_CATALOG=jdbc $(BIN)/pytest -m "not slow" -p no:xdist $(PYTEST_ARGS) $(SHARED_TESTS)
