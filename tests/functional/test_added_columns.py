@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
-from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import env_for, refresh_and_check
+from dbt.adapters.fastrefresh.sqltext import TableName, storage_of
+from tests.functional.sites import env_for, matches, refresh_and_check
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])
@@ -76,3 +78,53 @@ def test_columns_added_before_the_masters_next_commit_are_read_as_null(
     # The view of `*` reads y, which m's log (created before it) does not hold.
     result = refresh_and_check(spark, env, star, star_sql, exists=True, expect="COMPLETE")
     assert result.reason is not None and result.reason.code is ReasonCode.LOG_BROKEN
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_log_made_for_a_dbt_node_is_made_again_when_its_master_gains_columns(
+    spark: Any, path: str
+) -> None:
+    """An upstream model given a column its downstream model then reads: the log the
+    materialization created on the upstream table records the columns it had, and the
+    downstream view rebuilt on every run (`log_broken`) until the user recreated it."""
+    s = f"added_upstream_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.raw (id INT NOT NULL, v INT, w INT, u INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {s}.raw SET IDENTIFIER FIELDS id")
+    spark.sql(f"INSERT INTO {s}.raw VALUES (1, 1, 10, 100), (2, 2, 20, 200)")
+    env = env_for(spark, f"{s}_registry", path)
+    mlog.create_mview_log(env, f"{s}.raw")
+    up, down = TableName(s, "up"), TableName(s, "down")
+    from_raw = (Upstream(TableName(s, "raw"), "source.p.raw.raw"),)
+    from_up = (Upstream(storage_of(up), "model.p.up"),)
+
+    def run(up_sql: str, down_sql: str, exists: bool = True) -> list[str]:
+        said = []
+        for view, sql, ups in ((up, up_sql, from_raw), (down, down_sql, from_up)):
+            result = refresh.refresh_view(
+                env, view=view, sql=sql, method="force", exists=exists, upstream=ups
+            )
+            assert matches(spark, view, sql), f"{view} differs from {sql}"
+            said += [result.message(), *result.logs_created]
+        return said
+
+    narrow = (f"SELECT id, v FROM {s}.raw", f"SELECT id, v FROM {s}.up")
+    wide = (f"SELECT id, v, w FROM {s}.raw", f"SELECT id, v, w FROM {s}.up WHERE w > 0")
+    said = run(*narrow, exists=False)
+    assert f"created materialized view log {s}.mlog__up__fr_data" in said[-1], said
+    spark.sql(f"UPDATE {s}.raw SET v = 5 WHERE id = 1")
+    assert run(*narrow) == [
+        f"FAST refresh of {up}: 2 log row(s)",
+        f"FAST refresh of {down}: 2 log row(s)",
+    ]
+    # Both models read w now: the upstream's table gained it, and so does its log.
+    said = run(*wide)
+    assert said[0].startswith(f"COMPLETE refresh of {up}: the view's definition changed")
+    assert f"again: {s}.up__fr_data gained column(s) w since its log was created" in said[-1]
+    for _ in range(2):
+        spark.sql(f"UPDATE {s}.raw SET w = w + 1 WHERE id = 2")
+        said = run(*wide)
+        assert said == [
+            f"FAST refresh of {up}: 2 log row(s)",
+            f"FAST refresh of {down}: 2 log row(s)",
+        ]

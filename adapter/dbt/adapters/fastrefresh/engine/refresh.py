@@ -57,6 +57,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, 
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
     create_mview_log,
+    drop_mview_log,
     load_log,
     log_differences,
     log_mismatch,
@@ -428,10 +429,42 @@ class _Refresh:
                     f"with dbt run-operation fast_refresh.drop_mview_log --args "
                     f"'{{master: {named}}}' and dbt run."
                 )
-            return master
+            return self._with_new_columns(master, up)
         options = log_options(up, master.meta)
         said = create_mview_log(self.env, master.name, **options, if_not_exists=True)
         self.logs_created.append(f"{said} (for the models that read {up.node})")
+        return MasterState(master.meta, load_log(self.env, master.name))
+
+    def _with_new_columns(self, master: MasterState, up: Upstream) -> MasterState:
+        """``master``, its log created again with the same options when the master gained
+        columns since the log was created (a log records the columns its master had then,
+        so a view reading a new one would rebuild on every run). Only for a log of every
+        master column or of the key alone, on a dbt node the model reads: every view on
+        it rebuilds once anyway, since its master's columns changed. A log in use by
+        another refresh of this process is left for the next run."""
+        log = master.log
+        assert log is not None
+        config = log.config
+        added = [c.name for c in master.meta.columns if c.name not in config.master_columns]
+        if not added or log_mismatch(log, master.meta) is not None:
+            return master
+        logged = set(config.key_columns) | set(config.logged_columns)
+        everything = logged == set(config.master_columns)
+        if not everything and config.logged_columns:  # a log of chosen columns stays
+            return master
+        try:
+            drop_mview_log(self.env, master.name)
+        except FastRefreshError:
+            return master
+        said = create_mview_log(
+            self.env, master.name, key=list(config.key_columns),
+            columns=None if everything else [], commit_scn=config.commit_scn,
+            purge=config.purge.value, if_not_exists=True,
+        )  # fmt: skip
+        self.logs_created.append(
+            f"{said} (again: {master.name} gained column(s) {', '.join(added)} since its "
+            f"log was created; for the models that read {up.node})"
+        )
         return MasterState(master.meta, load_log(self.env, master.name))
 
     def _schema_change(self, reason: Reason, record: ViewRecord, plan: ViewPlan) -> Reason:
