@@ -399,7 +399,7 @@ def test_a_capture_reads_columns_its_first_snapshot_lacks_as_null() -> None:
 
 def test_a_complete_refresh_reads_a_master_older_than_some_columns_with_them_as_null() -> None:
     # m3 at snapshot 23 predates x.
-    fill = sqlgen.filled_read(M3, 23, COLUMNS[M3], {"k", "g"})
+    fill = sqlgen.filled_read(M3, 23, COLUMNS[M3], frozenset({"x"}))
     assert fill == f"SELECT `k`, `g`, CAST(NULL AS int) AS `x` FROM {M3.sql} VERSION AS OF 23"
     got = sqlgen.complete_select(plan_of("join_hidden_keys"), PINS, {M3: fill})
     assert (

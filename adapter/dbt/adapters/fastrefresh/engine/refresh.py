@@ -717,6 +717,7 @@ class _Refresh:
     ) -> None:
         env = self.env
         fills = _fills(env, self.masters, pins)
+        reads = {m: f.read for m, f in fills.items()}
         config = ViewConfig(
             definition=plan.sql,
             query_hash=plan.query_hash,
@@ -726,7 +727,7 @@ class _Refresh:
             table_options=self.table.stored(),
             table_properties={str(k): str(v) for k, v in self.table.properties.items()},
             registered_at=record.config.registered_at if record and record.config else self._now(),  # type: ignore[arg-type]
-            avg_types=_avg_types(env, plan, pins, {m: f.read for m, f in fills.items()}),
+            avg_types=_avg_types(env, plan, pins, reads),
             key_columns=view_key(plan),
         )
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
@@ -735,7 +736,7 @@ class _Refresh:
         filled = [m for m, f in fills.items() if f.absent & set(plan.columns_read_of(m))]
         state = state.replace(filled=tuple(sorted(str(m) for m in filled)))
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
-        select = sqlgen.complete_select(plan, pins, {m: f.read for m, f in fills.items()})
+        select = sqlgen.complete_select(plan, pins, reads)
         in_place = record is not None and keeps_history(record, config, plan)
         if in_place:
             statement = f"{sqltext.replace_all(self.storage)} {select}"
@@ -1011,7 +1012,7 @@ def _fills(
             continue
         absent = frozenset(c.name.lower() for c in m.meta.columns) - present
         if absent:
-            read = sqlgen.filled_read(m.name, snapshot, m.meta.columns, present)
+            read = sqlgen.filled_read(m.name, snapshot, m.meta.columns, absent)
             fills[m.name] = Fill(read, absent)
     return fills
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlglot
 from sqlglot import exp
 
+from dbt.adapters.fastrefresh.iceberg.changes import select_list
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN
@@ -32,18 +33,13 @@ def read_from(tree: exp.Select, alias: str, select: exp.Select) -> None:
 
 
 def filled_read(
-    master: TableName, snapshot: int, columns: Sequence[Column], present: Iterable[str]
+    master: TableName, snapshot: int, columns: Sequence[Column], absent: frozenset[str]
 ) -> str:
     """A read of ``master`` at ``snapshot`` with the table's current ``columns``, in their
     order: Iceberg reads a snapshot with the schema it was committed under, so a column
-    added after it (``present`` are the snapshot's) is NULL there, as Iceberg reads it
+    added after it (``absent`` from the snapshot's) is NULL there, as Iceberg reads it
     in the data files written before it."""
-    have = {p.lower() for p in present}
-    select = ", ".join(
-        q(c.name) if c.name.lower() in have else f"CAST(NULL AS {c.type}) AS {q(c.name)}"
-        for c in columns
-    )
-    return f"SELECT {select} FROM {master.sql} VERSION AS OF {snapshot}"
+    return f"SELECT {select_list(columns, absent)} FROM {master.sql} VERSION AS OF {snapshot}"
 
 
 def pin_tables(
