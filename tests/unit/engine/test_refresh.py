@@ -114,7 +114,7 @@ def test_column_change_names_what_a_new_query_adds_and_removes() -> None:
 def test_a_rebuild_keeps_the_views_history_only_when_its_definition_is_unchanged() -> None:
     import dataclasses
 
-    from dbt.adapters.fastrefresh.engine.refresh import ViewRecord, keeps_history
+    from dbt.adapters.fastrefresh.engine.refresh import MasterState, ViewRecord, keeps_history
     from dbt.adapters.fastrefresh.iceberg.columns import Column
     from dbt.adapters.fastrefresh.ivm.analysis import analyze
     from dbt.adapters.fastrefresh.protocol.state import ViewConfig, ViewState
@@ -126,22 +126,69 @@ def test_a_rebuild_keeps_the_views_history_only_when_its_definition_is_unchanged
     state = ViewState("force", "FAST", T1, None)
     meta = TableMeta(V, True, "iceberg", tuple(columns), 42, {})
     record = ViewRecord(meta, config, state, Found("{}", 42, True))
-    assert keeps_history(record, config, plan)
+    masters = [MasterState(TableMeta(name, True, "iceberg", tuple(columns), 3, {}), None)]
+    assert keeps_history(record, config, plan, masters)
     for change in (
         {"query_hash": "other"},
         {"master_schema_hash": "other"},
         {"table_options": "comment 'x'"},
         {"table_properties": {"write.merge.mode": "merge-on-read"}},
     ):
-        assert not keeps_history(record, dataclasses.replace(config, **change), plan), change
+        assert not keeps_history(record, dataclasses.replace(config, **change), plan, masters), (
+            change
+        )
     # A partitioned view too: the rewrite replaces every row whatever the partitions.
     partitioned = dataclasses.replace(config, table_options="partitioned by (v)")
-    assert keeps_history(dataclasses.replace(record, config=partitioned), partitioned, plan)
+    assert keeps_history(
+        dataclasses.replace(record, config=partitioned), partitioned, plan, masters
+    )
     # The table's columns changed by hand, no configuration or no state: replace the table.
     renamed = dataclasses.replace(meta, columns=(Column("k", "bigint"), Column("w", "int")))
-    assert not keeps_history(dataclasses.replace(record, meta=renamed), config, plan)
-    assert not keeps_history(dataclasses.replace(record, config=None), config, plan)
-    assert not keeps_history(dataclasses.replace(record, state=None), config, plan)
+    assert not keeps_history(dataclasses.replace(record, meta=renamed), config, plan, masters)
+    assert not keeps_history(dataclasses.replace(record, config=None), config, plan, masters)
+    assert not keeps_history(dataclasses.replace(record, state=None), config, plan, masters)
+
+
+def test_the_master_schema_hash_covers_the_columns_the_query_reads() -> None:
+    """A column added to a master, or changed, that the view does not read leaves its hash
+    (the view stays fast); one it reads, or one of the master's identifier fields, changes
+    it. A view built before stored the hash of every column, which is still taken."""
+    from dbt.adapters.fastrefresh.engine.refresh import (
+        MasterState,
+        same_master_columns,
+        schema_hash,
+    )
+    from dbt.adapters.fastrefresh.iceberg.columns import Column
+    from dbt.adapters.fastrefresh.ivm.analysis import analyze
+
+    name = TableName("s", "t")
+
+    def hashed(sql: str, *columns: Column, key: tuple[str, ...] = ("k",)) -> str:
+        masters = [MasterState(TableMeta(name, True, "iceberg", columns, 3, {}, key), None)]
+        return schema_hash(masters, analyze(sql, {name: list(columns)}, {name: []}))
+
+    k, v, w = Column("k", "bigint"), Column("v", "int"), Column("w", "int")
+    sql = "select v, count(*) as n from s.t group by v"
+    base = hashed(sql, k, v)
+    assert hashed(sql, k, v, w) == base, "an added column the query does not read"
+    assert hashed(sql, k, Column("w", "string"), v) == base
+    assert hashed(sql, k, Column("v", "bigint")) != base, "a read column's type"
+    assert hashed(sql, Column("k", "int"), v) != base, "an identifier field's type"
+    assert hashed(sql, k, v, key=()) != base
+    assert hashed("select * from s.t", k, v, w) != hashed("select * from s.t", k, v)
+    assert hashed("select v from s.t limit 1", k, v, w) != hashed("select v from s.t limit 1", k, v)
+
+    # Built before: the hash of every column (k, v, w), taken while they are the same.
+    def masters(*columns: Column) -> list[MasterState]:
+        return [MasterState(TableMeta(name, True, "iceberg", columns, 3, {}, ("k",)), None)]
+
+    legacy = schema_hash(masters(k, v, w))
+    assert legacy != base
+    assert same_master_columns(legacy, base, masters(k, v, w))
+    assert same_master_columns(base, base, masters(k, v, w))
+    assert not same_master_columns(legacy, base, masters(k, v, w, Column("u", "int")))
+    wider = Column("v", "bigint")
+    assert not same_master_columns(base, hashed(sql, k, wider), masters(k, wider))
 
 
 def test_a_query_reads_the_fast_refresh_views_it_names_from_their_storage() -> None:

@@ -20,6 +20,7 @@ from dbt.adapters.fastrefresh.engine.refresh import (
     plan_of,
     refresh_view,
     resolve_views,
+    same_master_columns,
     schema_hash,
 )
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -64,8 +65,11 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
             "it was written outside dbt-fastrefresh): it needs a complete refresh"
         )
     masters = load_masters(env, record.config.definition)
-    if schema_hash(masters) != record.config.master_schema_hash:
-        return Staleness.NEEDS_COMPILE, "a master table's columns changed since the last refresh"
+    current = schema_hash(masters, plan_of(env, record.config.definition, masters))
+    if not same_master_columns(record.config.master_schema_hash, current, masters):
+        return Staleness.NEEDS_COMPILE, (
+            "a master table's columns the query reads changed since the last refresh"
+        )
     pending = []
     for m in masters:
         if m.log is None:

@@ -43,6 +43,7 @@ from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
 from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read
 from dbt.adapters.fastrefresh.engine.upstream import Upstream, log_options
 from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
 from dbt.adapters.fastrefresh.ivm import sqlgen
 from dbt.adapters.fastrefresh.ivm.analysis import (
@@ -239,7 +240,9 @@ def overwrites(record: ViewRecord) -> bool:
     return spec.table_properties().get("write.merge.mode") != "merge-on-read"
 
 
-def keeps_history(record: ViewRecord, config: ViewConfig, plan: ViewPlan) -> bool:
+def keeps_history(
+    record: ViewRecord, config: ViewConfig, plan: ViewPlan, masters: list[MasterState]
+) -> bool:
     """Whether a complete refresh may rewrite the view in place (``sqltext.replace_all``)
     rather than replace its table: the same query over the same master columns (so the
     same columns and types), the same table options and properties. The rewrite keeps
@@ -251,7 +254,7 @@ def keeps_history(record: ViewRecord, config: ViewConfig, plan: ViewPlan) -> boo
         return False
     same = (
         old.query_hash == config.query_hash
-        and old.master_schema_hash == config.master_schema_hash
+        and same_master_columns(old.master_schema_hash, config.master_schema_hash, masters)
         and old.table_options == config.table_options
         and dict(old.table_properties) == dict(config.table_properties)
     )
@@ -259,11 +262,31 @@ def keeps_history(record: ViewRecord, config: ViewConfig, plan: ViewPlan) -> boo
     return same and columns == [c.lower() for c in plan.view_columns]
 
 
-def schema_hash(masters: list[MasterState]) -> str:
+def schema_hash(masters: list[MasterState], plan: ViewPlan | None = None) -> str:
+    """A hash of the master columns ``plan``'s query reads and of the masters' identifier
+    fields (names and types, in each master's order): a column added to a master, or
+    changed, that the view does not read changes nothing it stores, and its next refresh
+    stays fast. Of every master column without a supported ``plan``, as views built by
+    earlier development builds stored it (``same_master_columns`` takes either)."""
     text = ";".join(
-        f"{m.name}:" + ",".join(f"{c.name} {c.type}" for c in m.meta.columns) for m in masters
+        f"{m.name}:" + ",".join(f"{c.name} {c.type}" for c in _hashed_columns(m, plan))
+        for m in masters
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _hashed_columns(m: MasterState, plan: ViewPlan | None) -> Sequence[Column]:
+    if plan is None or not plan.supported:
+        return m.meta.columns
+    read = {c.lower() for c in (*plan.columns_read_of(m.name), *m.meta.identifier_fields)}
+    return [c for c in m.meta.columns if c.name.lower() in read]
+
+
+def same_master_columns(stored: str, current: str, masters: list[MasterState]) -> bool:
+    """Whether a view's ``master_schema_hash`` (``stored``) is the masters' ``current``
+    one (``schema_hash`` with the view's plan), or, for a view built before that hash
+    covered only the columns its query reads, the hash of every column."""
+    return stored in (current, schema_hash(masters))
 
 
 def plan_of(env: Env, sql: str, masters: list[MasterState]) -> ViewPlan:
@@ -317,8 +340,10 @@ def decide(
             )
     if view.config.query_hash != plan.query_hash:
         return Reason(ReasonCode.DEFINITION_CHANGED, "the view's definition changed")
-    if view.config.master_schema_hash != columns_hash:
-        return Reason(ReasonCode.MASTER_COLUMNS_CHANGED, "a master table's columns changed")
+    if not same_master_columns(view.config.master_schema_hash, columns_hash, masters):
+        return Reason(
+            ReasonCode.MASTER_COLUMNS_CHANGED, "a master table's columns the query reads changed"
+        )
     if view.found.changed_after:
         return Reason(
             ReasonCode.UNFINISHED,
@@ -409,7 +434,7 @@ class _Refresh:
         self.log_warnings: list[str] = []
         self.previous_filled: tuple[str, ...] = ()
 
-    def _with_log(self, master: MasterState) -> MasterState:
+    def _with_log(self, master: MasterState, loaded: list[MasterState]) -> MasterState:
         """``master``, with the log created when it has none and is a dbt node the model
         reads whose ``mview_log`` allows it (``engine/upstream.py``). A log that exists is
         kept as it is; where it differs from the options the node's ``mview_log`` gives,
@@ -429,24 +454,31 @@ class _Refresh:
                     f"with dbt run-operation fast_refresh.drop_mview_log --args "
                     f"'{{master: {named}}}' and dbt run."
                 )
-            return self._with_new_columns(master, up)
+            return self._with_new_columns(master, up, loaded)
         options = log_options(up, master.meta)
         said = create_mview_log(self.env, master.name, **options, if_not_exists=True)
         self.logs_created.append(f"{said} (for the models that read {up.node})")
         return MasterState(master.meta, load_log(self.env, master.name))
 
-    def _with_new_columns(self, master: MasterState, up: Upstream) -> MasterState:
+    def _with_new_columns(
+        self, master: MasterState, up: Upstream, loaded: list[MasterState]
+    ) -> MasterState:
         """``master``, its log created again with the same options when the master gained
-        columns since the log was created (a log records the columns its master had then,
-        so a view reading a new one would rebuild on every run). Only for a log of every
-        master column or of the key alone, on a dbt node the model reads: every view on
-        it rebuilds once anyway, since its master's columns changed. A log in use by
-        another refresh of this process is left for the next run."""
+        columns since the log was created and this view's query reads one (a log records
+        the columns its master had then, so the view would rebuild on every run). Only for
+        a log of every master column or of the key alone, on a dbt node the model reads.
+        Every view on the log rebuilds once. A column no view reads leaves the log as it
+        is, and views that do not read it refresh fast. A log in use by another refresh of
+        this process is left for the next run."""
         log = master.log
         assert log is not None
         config = log.config
         added = [c.name for c in master.meta.columns if c.name not in config.master_columns]
         if not added or log_mismatch(log, master.meta) is not None:
+            return master
+        plan = plan_of(self.env, self.sql, loaded)
+        read = {c.lower() for c in plan.columns_read_of(master.name)} if plan.supported else set()
+        if not read & {c.lower() for c in added}:
             return master
         logged = set(config.key_columns) | set(config.logged_columns)
         everything = logged == set(config.master_columns)
@@ -488,7 +520,8 @@ class _Refresh:
         return now
 
     def run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
-        masters = [self._with_log(m) for m in load_masters(self.env, self.sql)]
+        loaded = load_masters(self.env, self.sql)
+        masters = [self._with_log(m, loaded) for m in loaded]
         logs = [m.log.log_table for m in masters if m.log is not None]
         # From its setup to its wrap-up, the logs this refresh works on are not dropped by
         # this process's other threads (drop_mview_log refuses them).
@@ -507,7 +540,7 @@ class _Refresh:
         self.masters = masters
         plan = plan_of(env, self.sql, masters)
         record = self._record() if exists else None
-        columns_hash = schema_hash(masters)
+        columns_hash = schema_hash(masters, plan)
         reason = decide(
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
             masters=masters, columns_hash=columns_hash,
@@ -737,7 +770,7 @@ class _Refresh:
         state = state.replace(filled=tuple(sorted(str(m) for m in filled)))
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
         select = sqlgen.complete_select(plan, pins, reads)
-        in_place = record is not None and keeps_history(record, config, plan)
+        in_place = record is not None and keeps_history(record, config, plan, self.masters)
         if in_place:
             statement = f"{sqltext.replace_all(self.storage)} {select}"
         else:
