@@ -286,7 +286,7 @@ def same_master_columns(stored: str, current: str, masters: list[MasterState]) -
     """Whether a view's ``master_schema_hash`` (``stored``) is the masters' ``current``
     one (``schema_hash`` with the view's plan), or, for a view built before that hash
     covered only the columns its query reads, the hash of every column."""
-    return stored in (current, schema_hash(masters))
+    return stored == current or stored == schema_hash(masters)
 
 
 def plan_of(env: Env, sql: str, masters: list[MasterState]) -> ViewPlan:
