@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from dbt.adapters.fastrefresh.iceberg.changes import select_list
-from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.iceberg.columns import AtSnapshot, Column, ambiguous, at_snapshot
 from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource, SnapshotInfo
 from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement
 from dbt.adapters.fastrefresh.protocol.state import Flavour, LogConfig
@@ -121,4 +121,26 @@ def test_without_copy_on_write_rewrites_rows_pair_by_key_at_once() -> None:
 def test_a_snapshot_older_than_some_columns_is_read_with_them_as_null() -> None:
     columns = [Column("k", "bigint"), Column("v", "decimal(10,2)")]
     assert select_list(columns) == "`k`, `v`"
-    assert select_list(columns, frozenset({"v"})) == "`k`, CAST(NULL AS decimal(10,2)) AS `v`"
+    at = AtSnapshot(absent=frozenset({"v"}))
+    assert select_list(columns, at) == "`k`, CAST(NULL AS decimal(10,2)) AS `v`"
+    # Renamed since (read by its old name), promoted since (cast to the type it has now).
+    at = AtSnapshot(renamed={"v": "old_v"}, retyped=frozenset({"k"}))
+    assert select_list(columns, at) == "CAST(`k` AS bigint) AS `k`, `old_v` AS `v`"
+    assert at.differs == {"k", "v"}
+
+
+def test_a_snapshots_schema_is_matched_to_the_current_one_by_field_id() -> None:
+    """With field ids: a rename, a drop and an add under the old name, an added column
+    and a promotion are each told apart; by name alone only additions and promotions."""
+    then = [Column("k", "bigint", 1), Column("x", "int", 2), Column("y", "int", 3)]
+    now = [Column("k", "bigint", 1), Column("x2", "bigint", 2), Column("y", "int", 5),
+           Column("z", "string", 6)]  # fmt: skip
+    assert at_snapshot(now, then) == AtSnapshot(
+        absent=frozenset({"y", "z"}), renamed={"x2": "x"}, retyped=frozenset({"x2"})
+    )
+    assert at_snapshot(then, then) is None
+    # The SQL path without ids: y looks unchanged, and x gone with x2 new is ambiguous.
+    plain = [Column(c.name, c.type) for c in now]
+    assert ambiguous(plain, [Column(c.name, c.type) for c in then])
+    assert not ambiguous([*then, Column("z", "string")], then)  # an ADD COLUMN alone
+    assert at_snapshot([*then, Column("z", "string")], then) == AtSnapshot(absent=frozenset({"z"}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
+from dbt.adapters.fastrefresh.iceberg.columns import AtSnapshot
 from dbt.adapters.fastrefresh.iceberg.tables import (
     SnapshotInfo,
     TableMeta,
@@ -41,7 +42,11 @@ def test_states_round_trip_through_json() -> None:
     assert "added_after_start" not in config.to_json() and config.absent_at() == {}
     added = dataclasses.replace(config, start_snapshot=7, added_after_start=("v",))
     assert LogConfig.from_json(added.to_json()) == added
-    assert added.absent_at() == {7: frozenset({"v"})}
+    assert added.absent_at() == {7: AtSnapshot(absent=frozenset({"v"}))}
+    # ... or has a column under the name it had before a RENAME COLUMN.
+    renamed = dataclasses.replace(config, start_snapshot=7, renamed_after_start=(("v", "u"),))
+    assert LogConfig.from_json(renamed.to_json()) == renamed
+    assert renamed.absent_at() == {7: AtSnapshot(renamed={"v": "u"})}
     state = new_log_state(T0, 5).replace(
         users={"s.v": Claim(T0, 3, T1)}, last_purge_time=T1, snapshot=9
     )

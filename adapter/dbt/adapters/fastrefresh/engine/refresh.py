@@ -619,9 +619,10 @@ class _Refresh:
         return reason
 
     def _filled_before(self, masters: list[MasterState]) -> Reason | None:
-        """A view last built from a master's snapshot older than a column of that master
-        (``_fills``) is rebuilt by its next refresh that has changes to apply: its fast
-        refresh would read the master at that snapshot, without the column."""
+        """A view last built from a master's snapshot older than the master's schema in a
+        column it reads (``_fills``) is rebuilt by its next refresh that has changes to
+        apply: its fast refresh would read the master at that snapshot, where the column
+        is missing, has its old name or its old values."""
         filled = self.previous_filled
         if not filled or not any(s.pending for s in self.setups.values()):
             return None
@@ -629,8 +630,8 @@ class _Refresh:
         return Reason(
             ReasonCode.MASTER_COLUMNS_CHANGED,
             f"the view was last built from a snapshot of {named or ', '.join(filled)} older "
-            "than its newest column(s), which read as NULL there; rebuilt from the newer "
-            "snapshot",
+            "than its newest column(s), which read as NULL there (or by an older name); "
+            "rebuilt from the newer snapshot",
         )
 
     def _record(self) -> ViewRecord | None:
@@ -764,9 +765,9 @@ class _Refresh:
             key_columns=view_key(plan),
         )
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
-        # The masters whose absent columns the query reads (a view that reads none of them
-        # refreshes fast from that snapshot as from any other).
-        filled = [m for m, f in fills.items() if f.absent & set(plan.columns_read_of(m))]
+        # The masters read there unlike now in a column the query reads (a view that reads
+        # none of them refreshes fast from that snapshot as from any other).
+        filled = [m for m, f in fills.items() if f.differs & set(plan.columns_read_of(m))]
         state = state.replace(filled=tuple(sorted(str(m) for m in filled)))
         properties = {**self.table.table_properties(), VIEW_CONFIG: config.to_json()}
         select = sqlgen.complete_select(plan, pins, reads)
@@ -1024,29 +1025,29 @@ def view_key(plan: ViewPlan) -> tuple[str, ...]:
 
 
 class Fill(NamedTuple):
-    """A master read at a snapshot older than some of its columns (``_fills``)."""
+    """A master read at a snapshot older than its schema (``_fills``)."""
 
     read: str  # the SELECT that reads it with every current column
-    absent: frozenset[str]  # the columns added after the snapshot
+    differs: frozenset[str]  # the columns it does not read there as they are now
 
 
 def _fills(
     env: Env, masters: Sequence[MasterState], pins: Mapping[TableName, int | None]
 ) -> dict[TableName, Fill]:
-    """How a complete refresh reads each master whose pinned snapshot is older than some
-    of its columns (``sqlgen.filled_read``): an ``ADD COLUMN`` makes no snapshot, and
-    Iceberg reads a snapshot with the schema it was committed under, where the query
-    naming the new column (or ``*``) failed until the master's next commit."""
+    """How a complete refresh reads each master whose pinned snapshot was committed under
+    an older schema (``sqlgen.filled_read``): an ``ALTER TABLE`` makes no snapshot, and
+    Iceberg reads a snapshot with the schema it was committed under. There a column added
+    since is missing (the query naming it failed until the master's next commit), one
+    renamed has its old name, and one dropped and added again its old values."""
     fills = {}
     for m in masters:
         snapshot = pins.get(m.name)
-        present = None if snapshot is None else env.tables.snapshot_columns(m.name, snapshot)
-        if snapshot is None or present is None:
+        if snapshot is None:
             continue
-        absent = frozenset(c.name.lower() for c in m.meta.columns) - present
-        if absent:
-            read = sqlgen.filled_read(m.name, snapshot, m.meta.columns, absent)
-            fills[m.name] = Fill(read, absent)
+        at = env.tables.snapshot_schema(m.name, snapshot, m.meta.columns)
+        if at is not None:
+            read = sqlgen.filled_read(m.name, snapshot, m.meta.columns, at)
+            fills[m.name] = Fill(read, at.differs)
     return fills
 
 

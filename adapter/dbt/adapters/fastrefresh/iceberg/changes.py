@@ -80,12 +80,16 @@ def _column_term(b: Bounds) -> str | None:
     return f"({column} IS NULL OR {term})" if b.has_nulls else term
 
 
-def prune_predicate(files: Sequence[DataFile], table_files: int | None = None) -> str:
+def prune_predicate(
+    files: Sequence[DataFile], table_files: int | None = None, at: mt.AtSnapshot | None = None
+) -> str:
     """A predicate Iceberg can prune files with, true for every row of ``files``.
 
     Per file, the AND of its column ranges; across files, the OR. Many files collapse to
     one envelope per column; ``files`` that are half the table's ``table_files`` or more
-    get none (``TRUE``): see ``MAX_PRUNE_FILES``.
+    get none (``TRUE``): see ``MAX_PRUNE_FILES``. ``at``: the read is of a snapshot with
+    an older schema, where the columns it ``differs`` in are not what they are now (not
+    named so, or of another type): they get no range.
     """
     if not files:
         return "FALSE"
@@ -94,8 +98,9 @@ def prune_predicate(files: Sequence[DataFile], table_files: int | None = None) -
     if len(files) > MAX_PRUNE_FILES:
         files = [_envelope(files)]
     disjuncts: list[str] = []
+    skip = at.differs if at else frozenset()
     for f in files:
-        terms = [t for t in (_column_term(b) for b in f.bounds) if t]
+        terms = [t for t in (_column_term(b) for b in f.bounds if b.column not in skip) if t]
         if not terms:
             return "TRUE"
         conj = " AND ".join(terms)
@@ -267,11 +272,12 @@ def reads_of(
     columns: Sequence[mt.Column],
     changes: Sequence[SnapshotChanges],
     *,
-    absent: Mapping[int, frozenset[str]] | None = None,
+    absent: Mapping[int, mt.AtSnapshot] | None = None,
 ) -> CaptureReads:
     """The SQL path's row sources of each commit's removed and added rows (pure). A file one
     commit added and the next removed is read once, at the snapshot between them.
-    ``absent``: the columns a snapshot's schema lacks (``LogConfig.absent_at``)."""
+    ``absent``: how a snapshot committed under an older schema reads the columns
+    (``LogConfig.absent_at``)."""
     m, absent = master.sql, absent or {}
     by_read: dict[int, dict[str, tuple[DataFile, dict[int, int]]]] = {}
     sources: list[RowSource] = []
@@ -291,12 +297,13 @@ def reads_of(
         for f, signs in files.values():
             groups.setdefault(tuple(sorted(signs.items())), []).append(f)
         for signs_key, group in sorted(groups.items()):
-            where = (
-                f"_file IN ({_in_files(group)}) AND {prune_predicate(group, totals.get(snapshot))}"
+            at = absent.get(snapshot)
+            where = f"_file IN ({_in_files(group)}) AND " + prune_predicate(
+                group, totals.get(snapshot), at
             )
             sources.append(
                 RowSource(
-                    f"SELECT {select_list(columns, absent.get(snapshot))} FROM {m} "
+                    f"SELECT {select_list(columns, at)} FROM {m} "
                     f"VERSION AS OF {snapshot} WHERE {where}",
                     dict(signs_key),
                     whole_files=True,
@@ -309,14 +316,14 @@ def _deleted_rows(
     master: TableName,
     columns: Sequence[mt.Column],
     ch: SnapshotChanges,
-    absent: frozenset[str] | None,
+    absent: mt.AtSnapshot | None,
 ) -> RowSource:
     """The rows a commit's delete files delete: live at the parent at the positions they
     name (a deletion vector also repeats earlier deletes: those rows were not live)."""
     sid, parent = ch.snapshot.snapshot_id, ch.snapshot.parent_id
     where = (
         f"_file IN ({_in_files(ch.deleted_from)}) AND "
-        f"{prune_predicate(ch.deleted_from, ch.snapshot.data_files)}"
+        f"{prune_predicate(ch.deleted_from, ch.snapshot.data_files, absent)}"
     )
     before = (
         f"SELECT {select_list(columns, absent)}, _file AS f__, _pos AS p__ FROM {master.sql} "
@@ -341,19 +348,14 @@ def sql_commit_reads(
     key_columns: Sequence[str],
     snapshots: Sequence[SnapshotInfo],
     *,
-    absent: Mapping[int, frozenset[str]] | None = None,
+    absent: Mapping[int, mt.AtSnapshot] | None = None,
 ) -> CaptureReads:
     """``Tables.capture_reads`` of the SQL path: metadata tables, then ``reads_of``."""
     changes = read_changes(x, master, columns, key_columns, snapshots)
     return reads_of(master, columns, changes, absent=absent)
 
 
-def select_list(columns: Sequence[mt.Column], absent: frozenset[str] | None = None) -> str:
-    """``columns`` as a read of a snapshot whose schema lacks ``absent`` selects them:
-    those as typed NULLs (Iceberg reads a column added later as NULL in older files)."""
-    return ", ".join(
-        f"CAST(NULL AS {c.type}) AS {ident(c.name)}"
-        if c.name.lower() in (absent or ())
-        else ident(c.name)
-        for c in columns
-    )
+def select_list(columns: Sequence[mt.Column], at: mt.AtSnapshot | None = None) -> str:
+    """``columns`` as a read of a snapshot committed under an older schema selects them
+    (``at``: how that schema differs; see ``AtSnapshot``)."""
+    return ", ".join(at.read(c) if at else ident(c.name) for c in columns)

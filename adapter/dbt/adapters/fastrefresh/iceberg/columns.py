@@ -4,6 +4,7 @@ Snapshots, keys and properties come through ``iceberg/tables.py`` (the SQL path 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dbt.adapters.fastrefresh.runtime.executor import Executor
@@ -31,6 +32,71 @@ class Column:
     def comparable(self) -> bool:
         """Spark can compare and set-operate on it (maps it cannot)."""
         return "map<" not in self.type
+
+
+@dataclass(frozen=True)
+class AtSnapshot:
+    """How a read of a table at an older snapshot yields its current columns.
+
+    Iceberg's time travel (``VERSION AS OF``) reads a snapshot with the schema it was
+    committed under, while the table's current schema decides what its rows hold now: a
+    schema change makes no snapshot, so the newest snapshot can be older than the schema.
+    Each current column (lowercased) is there ``absent`` (added after it, or dropped and
+    added again: NULL, as Iceberg reads it in the files written before), ``renamed`` (the
+    name it had there) or ``retyped`` (a promoted type, cast); or, the usual case, read
+    as it is."""
+
+    absent: frozenset[str] = frozenset()
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    retyped: frozenset[str] = frozenset()
+
+    @property
+    def differs(self) -> frozenset[str]:
+        """The current columns a plain read at the snapshot does not give as they are."""
+        return self.absent | frozenset(self.renamed) | self.retyped
+
+    def read(self, column: Column) -> str:
+        """The select-list item that reads ``column`` at the snapshot."""
+        name = column.name.lower()
+        if name in self.absent:
+            return f"CAST(NULL AS {column.type}) AS {ident(column.name)}"
+        source = ident(self.renamed.get(name, column.name))
+        if name in self.retyped:
+            return f"CAST({source} AS {column.type}) AS {ident(column.name)}"
+        return source if name not in self.renamed else f"{source} AS {ident(column.name)}"
+
+
+def at_snapshot(current: Sequence[Column], then: Sequence[Column]) -> AtSnapshot | None:
+    """How a read at a snapshot whose schema had the columns ``then`` yields ``current``
+    (None: as they are). By Iceberg field id where both sides know them (the Java path,
+    or the SQL path's metadata read): that tells a renamed column, and one dropped and
+    added again under its old name; else by name (``ambiguous`` says when that is not
+    enough)."""
+    by_id = all(c.field_id is not None for c in (*current, *then))
+    old = {(c.field_id if by_id else c.name.lower()): c for c in then}
+    absent, renamed, retyped = set(), {}, set()
+    for c in current:
+        name = c.name.lower()
+        was = old.get(c.field_id if by_id else name)
+        if was is None:
+            absent.add(name)
+            continue
+        if was.name.lower() != name:
+            renamed[name] = was.name
+        if was.type != c.type:
+            retyped.add(name)
+    if not (absent or renamed or retyped):
+        return None
+    return AtSnapshot(frozenset(absent), renamed, frozenset(retyped))
+
+
+def ambiguous(current: Sequence[Column], then: Sequence[Column]) -> bool:
+    """Whether names alone cannot say how ``then`` (a snapshot's columns) became
+    ``current``: a column is gone and another is new, which is a rename or a drop and an
+    add. Only Iceberg's field ids tell them apart."""
+    now = {c.name.lower() for c in current}
+    before = {c.name.lower() for c in then}
+    return bool(before - now) and bool(now - before)
 
 
 def table_names(x: Executor, schema: str, like: str | None = None) -> set[str]:

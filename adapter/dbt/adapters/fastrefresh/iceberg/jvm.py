@@ -274,8 +274,11 @@ class JvmTables:
         value = loaded.properties().get(key)
         return str(value.get()) if value.isDefined() else None
 
-    def snapshot_columns(self, name: TableName, snapshot: int) -> frozenset[str] | None:
-        """From the table's metadata: the schema the snapshot was committed under."""
+    def snapshot_schema(
+        self, name: TableName, snapshot: int, current: Sequence[mt.Column]
+    ) -> mt.AtSnapshot | None:
+        """From the table's metadata: the schema the snapshot was committed under, matched
+        to ``current`` by field id."""
         table = self.table(name)
         found = table.snapshot(snapshot)
         schema_id = None if found is None else found.schemaId()
@@ -284,7 +287,7 @@ class JvmTables:
         schema = table.schemas().get(schema_id)
         if schema is None:
             return None
-        return frozenset(str(f.name()).lower() for f in schema.columns())
+        return mt.at_snapshot(current, self._columns(table, schema))
 
     def _views_in_iceberg(self) -> bool:
         """Whether the session catalog is Iceberg's own ``SparkCatalog`` (a shared catalog,
@@ -356,7 +359,7 @@ class JvmTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
-        absent: Mapping[int, frozenset[str]] | None = None,
+        absent: Mapping[int, mt.AtSnapshot] | None = None,
     ) -> Iterator[CaptureReads]:
         staged = _Staging(self, master, columns, key_columns, absent or {})
         try:
@@ -383,7 +386,7 @@ class _Staging:
         master: TableName,
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
-        absent: Mapping[int, frozenset[str]],
+        absent: Mapping[int, mt.AtSnapshot],
     ) -> None:
         self.t = tables
         self.master = master

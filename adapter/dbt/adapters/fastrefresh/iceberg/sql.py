@@ -9,8 +9,12 @@ commit (``ALTER TABLE ... SET TBLPROPERTIES``), and capture's reads planned from
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
+from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.iceberg.changes import sql_commit_reads
 from dbt.adapters.fastrefresh.iceberg.tables import (
@@ -51,6 +55,11 @@ def _sql_snapshots(x: Executor, name: TableName, keys: Sequence[str]) -> dict[in
     return out
 
 
+def _field_ids(schema: Mapping[str, Any]) -> dict[str, int]:
+    """An Iceberg schema's (JSON) top-level field ids by lowercased name."""
+    return {str(f["name"]).lower(): int(f["id"]) for f in schema["fields"]}
+
+
 def _iceberg_meta(
     name: TableName, columns: tuple[mt.Column, ...], properties: Mapping[str, str]
 ) -> TableMeta:
@@ -65,8 +74,8 @@ def _iceberg_meta(
     )  # fmt: skip
 
 
-# Each snapshot's column names, read once per process (``SqlTables.snapshot_columns``).
-_SNAPSHOT_COLUMNS: dict[tuple[TableName, int], frozenset[str]] = {}
+# Each snapshot's columns, read once per process (``SqlTables.snapshot_schema``).
+_SNAPSHOT_COLUMNS: dict[tuple[TableName, int], tuple[mt.Column, ...]] = {}
 
 
 class SqlTables:
@@ -190,14 +199,62 @@ class SqlTables:
         value = found.get(key)
         return None if value is None or "does not have property" in value else value
 
-    def snapshot_columns(self, name: TableName, snapshot: int) -> frozenset[str] | None:
-        """One ``DESCRIBE QUERY`` (planned, not run), kept for the process: a snapshot's
-        schema never changes."""
+    def snapshot_schema(
+        self, name: TableName, snapshot: int, current: Sequence[mt.Column]
+    ) -> mt.AtSnapshot | None:
+        """One ``DESCRIBE QUERY`` (planned, not run; kept for the process: a snapshot's
+        schema never changes), matched to ``current`` by name. When names cannot tell a
+        rename from a drop and an add (``mt.ambiguous``), two statements more read the
+        field ids from the table's current metadata file (``_with_field_ids``)."""
         key = (name, snapshot)
         if key not in _SNAPSHOT_COLUMNS:
             rows = self.x.query(f"DESCRIBE QUERY SELECT * FROM {name.sql} VERSION AS OF {snapshot}")
-            _SNAPSHOT_COLUMNS[key] = frozenset(str(r[0]).lower() for r in rows)
-        return _SNAPSHOT_COLUMNS[key]
+            _SNAPSHOT_COLUMNS[key] = tuple(
+                mt.Column(str(r[0]).lower(), str(r[1]).lower().replace(" ", "")) for r in rows
+            )
+        then: Sequence[mt.Column] = _SNAPSHOT_COLUMNS[key]
+        if mt.ambiguous(current, then):
+            current, then = self._with_field_ids(name, snapshot, current, then)
+        return mt.at_snapshot(current, then)
+
+    def _with_field_ids(
+        self,
+        name: TableName,
+        snapshot: int,
+        current: Sequence[mt.Column],
+        then: Sequence[mt.Column],
+    ) -> tuple[list[mt.Column], list[mt.Column]]:
+        """``current`` and ``then`` (the columns of ``snapshot``'s schema) with their
+        Iceberg field ids, from the table's metadata file (read as text: SQL shows field
+        ids nowhere else)."""
+        try:
+            rows = self.x.query(
+                f"SELECT file FROM {name.metadata('metadata_log_entries')} "
+                "ORDER BY timestamp DESC LIMIT 1"
+            )
+            path = str(rows[0][0]).replace("`", "``")
+            text = "\n".join(str(r[0]) for r in self.x.query(f"SELECT value FROM text.`{path}`"))
+            metadata = json.loads(text)
+            schemas = {int(s["schema-id"]): s for s in metadata["schemas"]}
+            at = next(s for s in metadata["snapshots"] if int(s["snapshot-id"]) == snapshot)
+            now_ids = _field_ids(schemas[int(metadata["current-schema-id"])])
+            then_ids = _field_ids(schemas[int(at["schema-id"])])
+            with_ids = (
+                [dataclasses.replace(c, field_id=now_ids[c.name.lower()]) for c in current],
+                [dataclasses.replace(c, field_id=then_ids[c.name.lower()]) for c in then],
+            )
+        except Exception as exc:
+            gone = sorted({c.name for c in then} - {c.name for c in current})
+            new = sorted({c.name for c in current} - {c.name for c in then})
+            raise FastRefreshError(
+                f"{name}: column(s) {', '.join(gone)} of its snapshot {snapshot} are gone and "
+                f"column(s) {', '.join(new)} are new since, with no commit between: renamed, "
+                "or dropped and added? Only Iceberg's field ids tell, and the SQL path could "
+                f"not read them from the table's metadata file ({exc}). Fix: make a commit to "
+                f"{name} (its next write), or refresh through a connection with "
+                "method: session, which reads them from Iceberg's API."
+            ) from exc
+        return with_ids
 
     @contextlib.contextmanager
     def capture_reads(
@@ -206,7 +263,7 @@ class SqlTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
-        absent: Mapping[int, frozenset[str]] | None = None,
+        absent: Mapping[int, mt.AtSnapshot] | None = None,
     ) -> Iterator[CaptureReads]:
         yield sql_commit_reads(self.x, master, columns, key_columns, snapshots, absent=absent)
 

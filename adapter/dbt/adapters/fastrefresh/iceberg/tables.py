@@ -266,10 +266,12 @@ class Tables(Protocol):
         """A property of the Spark view ``name`` (None: no such view, or no such property)."""
         ...
 
-    def snapshot_columns(self, name: TableName, snapshot: int) -> frozenset[str] | None:
-        """The column names of the schema a read of ``name`` at ``snapshot`` has (Iceberg's
-        time travel reads a snapshot with the schema it was committed under); None: the
-        table's current schema."""
+    def snapshot_schema(
+        self, name: TableName, snapshot: int, current: Sequence[mt.Column]
+    ) -> mt.AtSnapshot | None:
+        """How a read of ``name`` at ``snapshot`` yields its ``current`` columns (Iceberg's
+        time travel reads a snapshot with the schema it was committed under); None: as
+        they are."""
         ...
 
     def capture_reads(
@@ -278,10 +280,11 @@ class Tables(Protocol):
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
-        absent: Mapping[int, frozenset[str]] | None = None,
+        absent: Mapping[int, mt.AtSnapshot] | None = None,
     ) -> contextlib.AbstractContextManager[CaptureReads]:
-        """How to read what each commit touched (valid inside the block). ``absent``: the
-        columns a snapshot's schema lacks, read there as NULL (``LogConfig.absent_at``)."""
+        """How to read what each commit touched (valid inside the block). ``absent``: how
+        a snapshot committed under an older schema reads the columns
+        (``LogConfig.absent_at``)."""
         ...
 
     def delete_through(

@@ -379,14 +379,17 @@ def create_mview_log(
         key_columns = _resolve_key(meta, master, column_list(key, "key"))
         logged = _logged(master, names, key_columns, column_list(columns, "columns"))
         created = env.clock()
-        added = _added_after(env, meta, names)
+        at = _changed_after(env, meta)
+        added = tuple(n for n in names if at and n.lower() in at.absent)
+        renamed = tuple((n, at.renamed[n.lower()]) for n in names if at and n.lower() in at.renamed)
         config = LogConfig(
             master=master, log_table=log_table,
             flavour=Flavour.COMMIT_SCN if commit_scn else Flavour.TIMESTAMP,
             key_columns=tuple(key_columns), logged_columns=tuple(logged),
             master_columns=tuple(names), keyless=not key_columns, created=created,
             incarnation=uuid.uuid4().hex, purge=mode, master_field_ids=_field_ids(meta),
-            start_snapshot=meta.current_snapshot if added else None, added_after_start=added,
+            start_snapshot=meta.current_snapshot if added or renamed else None,
+            added_after_start=added, renamed_after_start=renamed,
         )  # fmt: skip
         env.sql.execute(_create_sql(config, meta, new_log_state(created, meta.current_snapshot)))
         env.runtime.chosen.pop(str(log_table), None)
@@ -402,15 +405,13 @@ def create_mview_log(
     )
 
 
-def _added_after(env: Env, meta: TableMeta, names: Sequence[str]) -> tuple[str, ...]:
-    """The master columns (``names``, which capture reads) its current snapshot lacks: an
-    ``ADD COLUMN`` makes no snapshot, and the first capture reads rows that snapshot held."""
+def _changed_after(env: Env, meta: TableMeta) -> mt.AtSnapshot | None:
+    """How the master's current snapshot reads its columns (all of which capture reads),
+    when it was committed under an older schema: an ``ALTER TABLE`` makes no snapshot,
+    and the first capture reads rows that snapshot held."""
     if meta.current_snapshot is None:
-        return ()
-    present = env.tables.snapshot_columns(meta.name, meta.current_snapshot)
-    if present is None:
-        return ()
-    return tuple(c for c in names if c.lower() not in present)
+        return None
+    return env.tables.snapshot_schema(meta.name, meta.current_snapshot, meta.columns)
 
 
 def _check_master_columns(meta: TableMeta, master: TableName) -> None:

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 LOG_CONFIG = "fast_refresh.log"
@@ -93,18 +94,22 @@ class LogConfig:
     # The master columns' Iceberg field ids at creation, in ``master_columns``' order
     # (empty when the log was created on the SQL path, which reads none).
     master_field_ids: tuple[int, ...] = ()
-    # The snapshot the log captures from, when its schema lacks master columns (added
-    # after it was committed, before the log was created), and those columns: capture
-    # reads them there as NULL (Iceberg reads a snapshot with the schema it was committed
-    # under).
+    # The snapshot the log captures from, when it was committed under an older schema
+    # than the log's master columns (an ALTER TABLE makes no snapshot): the columns it
+    # lacks (added after it, or dropped and added again: capture reads them there as
+    # NULL) and the ones renamed since (current name, name there). Iceberg reads a
+    # snapshot with the schema it was committed under.
     start_snapshot: int | None = None
     added_after_start: tuple[str, ...] = ()
+    renamed_after_start: tuple[tuple[str, str], ...] = ()
 
-    def absent_at(self) -> dict[int, frozenset[str]]:
-        """The master columns a snapshot capture may read lacks (``added_after_start``)."""
-        if self.start_snapshot is None or not self.added_after_start:
+    def absent_at(self) -> dict[int, mt.AtSnapshot]:
+        """How capture reads the master columns at its start snapshot, when that was
+        committed under an older schema (``added_after_start``, ``renamed_after_start``)."""
+        if self.start_snapshot is None or not (self.added_after_start or self.renamed_after_start):
             return {}
-        return {self.start_snapshot: frozenset(self.added_after_start)}
+        at = mt.AtSnapshot(frozenset(self.added_after_start), dict(self.renamed_after_start))
+        return {self.start_snapshot: at}
 
     @property
     def commit_scn(self) -> bool:
@@ -138,7 +143,12 @@ class LogConfig:
                         "start_snapshot": self.start_snapshot,
                         "added_after_start": list(self.added_after_start),
                     }
-                    if self.added_after_start
+                    if self.added_after_start or self.renamed_after_start
+                    else {}
+                ),
+                **(
+                    {"renamed_after_start": [list(p) for p in self.renamed_after_start]}
+                    if self.renamed_after_start
                     else {}
                 ),
             }
@@ -161,6 +171,9 @@ class LogConfig:
             master_field_ids=tuple(int(i) for i in d.get("master_field_ids", ())),
             start_snapshot=d.get("start_snapshot"),
             added_after_start=tuple(d.get("added_after_start", ())),
+            renamed_after_start=tuple(
+                (str(new), str(old)) for new, old in d.get("renamed_after_start", ())
+            ),
         )
 
 

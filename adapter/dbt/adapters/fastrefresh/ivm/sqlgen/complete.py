@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh.iceberg.changes import select_list
-from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.iceberg.columns import AtSnapshot, Column
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN
 from dbt.adapters.fastrefresh.ivm.plan import UnionBranch
@@ -32,14 +32,12 @@ def read_from(tree: exp.Select, alias: str, select: exp.Select) -> None:
     table.replace(exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))))
 
 
-def filled_read(
-    master: TableName, snapshot: int, columns: Sequence[Column], absent: frozenset[str]
-) -> str:
+def filled_read(master: TableName, snapshot: int, columns: Sequence[Column], at: AtSnapshot) -> str:
     """A read of ``master`` at ``snapshot`` with the table's current ``columns``, in their
-    order: Iceberg reads a snapshot with the schema it was committed under, so a column
-    added after it (``absent`` from the snapshot's) is NULL there, as Iceberg reads it
-    in the data files written before it."""
-    return f"SELECT {select_list(columns, absent)} FROM {master.sql} VERSION AS OF {snapshot}"
+    order: Iceberg reads a snapshot with the schema it was committed under (``at`` says
+    how it differs), so a column added after it is NULL there, as Iceberg reads it in
+    the data files written before it, and a renamed one is read by its old name."""
+    return f"SELECT {select_list(columns, at)} FROM {master.sql} VERSION AS OF {snapshot}"
 
 
 def pin_tables(
