@@ -139,6 +139,10 @@ def test_a_snapshots_schema_is_matched_to_the_current_one_by_field_id() -> None:
         absent=frozenset({"y", "z"}), renamed={"x2": "x"}, retyped=frozenset({"x2"})
     )
     assert at_snapshot(then, then) is None
+    # A struct that gained a field is read as it was there: Spark casts no struct to one
+    # with more fields.
+    nested = [Column("s", "struct<a:int>", 7)]
+    assert at_snapshot([Column("s", "struct<a:int,b:int>", 7)], nested) is None
     # The SQL path without ids: y looks unchanged, and x gone with x2 new is ambiguous.
     plain = [Column(c.name, c.type) for c in now]
     assert ambiguous(plain, [Column(c.name, c.type) for c in then])

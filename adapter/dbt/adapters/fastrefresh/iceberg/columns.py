@@ -83,7 +83,9 @@ def at_snapshot(current: Sequence[Column], then: Sequence[Column]) -> AtSnapshot
             continue
         if was.name.lower() != name:
             renamed[name] = was.name
-        if was.type != c.type:
+        if was.type != c.type and "<" not in was.type + c.type:
+            # A promotion (int to bigint, float to double, a wider decimal): cast. A
+            # nested type's change (a struct's field added) has no such cast in Spark.
             retyped.add(name)
     if not (absent or renamed or retyped):
         return None
