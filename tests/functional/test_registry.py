@@ -181,9 +181,20 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
 
     refresh_w_reading_the_log_once("no change")
     spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k IN (1, 4)")
+    before = len(statements)
     result = refresh.refresh_view(env, view=v, sql=views[v], method="force", exists=True)
     assert result.log_rows == 4, result  # captured here: old and new image of each
+    # Read again under the lock and after the append, the log keeps the columns it was
+    # first read with (a write to it changes none): one DESCRIBE, where there were three.
+    assert statements[before:].count(log) == (2 if SHARED else 1), statements[before:]
     refresh_w_reading_the_log_once("captured by v")
+    # The end of the invocation (its deferred purge, the registry's rows) reads the log's
+    # state alone.
+    before = len(statements)
+    registry.publish(env)
+    published = statements[before:]
+    assert f"DELETE FROM `{schema}`.`mlog__m` WHERE `capture__` <= 4" in published, published
+    assert log not in published, published
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])

@@ -64,7 +64,7 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
             "the view's table changed after its last refresh (a refresh did not finish, or "
             "it was written outside dbt-fastrefresh): it needs a complete refresh"
         )
-    masters = load_masters(env, record.config.definition)
+    masters = load_masters(env, record.config.definition, log_columns=False)
     current = schema_hash(masters, plan_of(env, record.config.definition, masters))
     if not same_master_columns(record.config.master_schema_hash, current, masters):
         return Staleness.NEEDS_COMPILE, (
@@ -95,7 +95,7 @@ def staleness(env: Env, view: TableName) -> tuple[Staleness, str]:
     if record is None or record.config is None:
         return Staleness.UNUSABLE, "the view is not registered: it needs a complete refresh"
     for name in record.config.masters:
-        if load_log(env, name) is not None:
+        if load_log(env, name, columns=False) is not None:
             capture(env, name)
     return staleness_of(env, record)
 

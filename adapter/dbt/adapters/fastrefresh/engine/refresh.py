@@ -181,14 +181,16 @@ def resolve_views(env: Env, sql: str) -> str:
     return tree.sql(dialect=DIALECT) if swapped else sql
 
 
-def load_masters(env: Env, sql: str) -> list[MasterState]:
-    """The Iceberg tables a view's query reads, read fresh, with their logs."""
+def load_masters(env: Env, sql: str, *, log_columns: bool = True) -> list[MasterState]:
+    """The Iceberg tables a view's query reads, read fresh, with their logs
+    (``log_columns=False``: without the logs' own columns, for a reader of their state
+    alone; see ``load_log``)."""
     found = []
     for name in tables_of(sql):
         meta = env.tables.load(name, fresh=True)
         if meta is None or not meta.iceberg:
             continue
-        found.append(MasterState(meta, load_log(env, name)))
+        found.append(MasterState(meta, load_log(env, name, columns=log_columns)))
     return found
 
 

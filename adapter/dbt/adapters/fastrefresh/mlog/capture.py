@@ -39,6 +39,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     log_lock,
     master_columns,
     record_state,
+    reread_after_write,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import LOG_STATE, LogState
@@ -206,8 +207,7 @@ def _append(
             env.sql.execute(statement)
     env.upkeep_commit(log.log_table)
     faults.point("capture.after_log_append")
-    after = env.tables.load(log.log_table, fresh=False)
-    assert after is not None
+    after = reread_after_write(env, log)
     rows = _appended_rows(env, log, after.current_snapshot, before)
     final = pending.replace(
         sequence_base=None,

@@ -183,7 +183,7 @@ def setup(
             # Another process may have captured commits newer than the master as read
             # before the lease: read it again, so the log is never ahead of it.
             master = require_iceberg(env.tables.load(name, fresh=True), name)
-        log = load_log_for_write(env, name)
+        log = load_log_for_write(env, name, read)
         state = log.state
         now = env.runtime.choose_time(str(log.log_table), env.clock(), state.youngest)
         if not log.config.commit_scn and state.last_sequence > state.marked_sequence:
@@ -236,7 +236,7 @@ def register(env: Env, setups: Sequence[Setup]) -> None:
         if str(done.mview) in done.state.users:
             continue
         with env.holding([log_lock(done.log.log_table)], purpose=f"registration of {done.mview}"):
-            log = load_log_locked(env, done.log.master)
+            log = load_log_locked(env, done.log.master, columns=False)
             if log is None or str(done.mview) in log.state.users:
                 continue
             claim = Claim(done.now, done.through_sequence, done.now)
@@ -404,7 +404,7 @@ def purge(
     synchronous wrap-up, seed 003); it costs a commit, so only synchronous purges do.
     """
     with env.holding([log_lock(log_table_for(master))], purpose="purge"):
-        log = load_log_locked(env, master)
+        log = load_log_locked(env, master, columns=False)
         if log is None:
             return None
         when = now or env.clock()

@@ -87,10 +87,19 @@ class LoadedLog:
         return self.found.changed_after
 
 
-def load_log(env: Env, master: TableName) -> LoadedLog | None:
-    """The log of ``master`` (None: it has none)."""
+def load_log(
+    env: Env, master: TableName, known: LoadedLog | None = None, *, columns: bool = True
+) -> LoadedLog | None:
+    """The log of ``master`` (None: it has none). ``known``: the log as read before (its
+    state read again here): its table's columns are taken from it while the log is the
+    same one (same configuration), which spares the SQL path a ``DESCRIBE``.
+    ``columns=False``: without the log table's columns, for a reader of its state alone
+    (a purge, a registration, the registry), which no ``log_mismatch`` may be given."""
     log_table = log_table_for(master)
-    meta = env.tables.load(log_table, fresh=env.shared_catalog)
+    if columns:
+        meta = _log_table(env, log_table, known)
+    else:
+        meta = env.tables.load_state(log_table, fresh=env.shared_catalog)
     if meta is None:
         return None
     text = meta.properties.get(LOG_CONFIG)
@@ -115,6 +124,25 @@ def load_log(env: Env, master: TableName) -> LoadedLog | None:
         marked = last if state.marked_sequence < 0 else state.marked_sequence
         state = state.replace(last_sequence=last, marked_sequence=marked, sequence_base=None)
     return LoadedLog(config, state, meta, found)
+
+
+def _log_table(env: Env, log_table: TableName, known: LoadedLog | None) -> TableMeta | None:
+    fresh = env.shared_catalog
+    if known is None:
+        return env.tables.load(log_table, fresh=fresh)
+    meta = env.tables.load_state(log_table, fresh=fresh)
+    if meta is None or meta.properties.get(LOG_CONFIG) != known.meta.properties.get(LOG_CONFIG):
+        return env.tables.load(log_table) if meta is not None else None
+    return dataclasses.replace(meta, columns=known.meta.columns)
+
+
+def reread_after_write(env: Env, log: LoadedLog) -> TableMeta:
+    """The log's table after this process wrote to it: its properties and current
+    snapshot read again, its columns as they were (a write to a log changes none)."""
+    meta = env.tables.load_state(log.log_table)
+    if meta is None:
+        raise no_log_error(log.master)
+    return dataclasses.replace(meta, columns=log.meta.columns)
 
 
 def record_state(env: Env, log: LoadedLog, state: LogState, *, current: bool = False) -> LoadedLog:
@@ -527,18 +555,21 @@ def drop_mview_log(env: Env, master_name: object) -> str:
     return f"dropped materialized view log {log_table} on {master}{note}"
 
 
-def load_log_locked(env: Env, master: TableName) -> LoadedLog | None:
+def load_log_locked(
+    env: Env, master: TableName, known: LoadedLog | None = None, *, columns: bool = True
+) -> LoadedLog | None:
     """The log of ``master`` (None: it has none) as any writer of its state needs it:
     without rows a write that died left past its recorded state. A state recorded over
     them would anchor past them and hide them, and the next capture would write the same
-    commits again. Caller holds the log's lock."""
-    log = load_log(env, master)
+    commits again. Caller holds the log's lock. ``known``, ``columns``: see
+    ``load_log``."""
+    log = load_log(env, master, known, columns=columns)
     return delete_leftovers(env, log) if log is not None and log.leftovers else log
 
 
-def load_log_for_write(env: Env, master: TableName) -> LoadedLog:
+def load_log_for_write(env: Env, master: TableName, known: LoadedLog | None = None) -> LoadedLog:
     """``load_log_locked``, present (else the ORA-23413 error)."""
-    log = load_log_locked(env, master)
+    log = load_log_locked(env, master, known)
     if log is None:
         raise no_log_error(master)
     return log

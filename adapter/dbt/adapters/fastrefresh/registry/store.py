@@ -317,7 +317,7 @@ def _rows(env: Env, journal: Journal) -> list[str]:
         rows.append(values_row("mview", view, None, now))
     views = set(journal.views)
     for master in sorted(journal.logs):
-        log = load_log(env, TableName.parse(master))
+        log = load_log(env, TableName.parse(master), columns=False)
         if log is None:
             continue
         described = describe_log(env, log)
