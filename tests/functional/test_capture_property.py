@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dbt.adapters.fastrefresh.mlog import capture
+from dbt.adapters.fastrefresh.mlog import capture, capture_sql
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.runtime import interpreted
@@ -361,3 +361,51 @@ def test_a_capture_of_the_same_shape_compiles_no_code_and_runs_three_jobs(
     # cause is not established).
     assert all(s[0] <= 4 for s in seen[2:]), seen
     assert seen[0][0] >= 10, seen  # the first compiled (else the check above is empty)
+
+
+@pytest.mark.usefixtures("small_shuffles", "product_settings")
+@pytest.mark.parametrize(("bound", "jobs"), [(None, 3), (1, 4)], ids=["few", "many"])
+def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, bound: int | None, jobs: int
+) -> None:
+    """A keyed merge-on-read capture carries no row over: it pairs the rows by key at
+    once. Of few changed rows (the commits' summaries bound them), the pairing runs in the
+    numbering's one task: three Spark jobs (the deleted positions' broadcast, the rows'
+    shuffle, the numbering and the write), where a pairing shuffle of its own makes four.
+    Above ``ONE_TASK_ROWS`` ("many": the bound lowered below an UPDATE's two changed rows,
+    its new row and its deleted position) it keeps that shuffle. The log is the same."""
+    if bound is not None:
+        monkeypatch.setattr(capture_sql, "ONE_TASK_ROWS", bound)
+    tracker = spark.sparkContext.statusTracker()
+
+    def last_job() -> int:
+        return max(tracker.getJobIdsForGroup(None) or [-1])
+
+    schema = f"prop_{next(_counter)}_one_task"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    env = env_for(spark, f"{schema}_registry", "java")
+    table = f"{schema}.m"
+    spark.sql(
+        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT) USING iceberg TBLPROPERTIES "
+        "('format-version'='2', 'write.update.mode'='merge-on-read', "
+        "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
+    )
+    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 10), (2, 20), (3, 30)")
+    mlog.create_mview_log(env, table)
+    master = TableName.parse(table)
+    seen = []
+    for round_no in range(3):
+        spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = {round_no + 1}")
+        job = last_job()
+        result = capture.capture(env, master)
+        seen.append((last_job() - job, result.log_rows))
+    assert seen == [(jobs, 2)] * 3, seen
+    logged = spark.sql(
+        f"SELECT k, v, dmltype__, old_new__ FROM {schema}.mlog__m ORDER BY sequence__"
+    ).collect()
+    assert [tuple(r) for r in logged] == [
+        (1, 10, "U", "O"), (1, 11, "U", "N"),
+        (2, 20, "U", "O"), (2, 21, "U", "N"),
+        (3, 30, "U", "O"), (3, 31, "U", "N"),
+    ]  # fmt: skip

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from dbt.adapters.fastrefresh.iceberg.changes import select_list
 from dbt.adapters.fastrefresh.iceberg.columns import AtSnapshot, Column, ambiguous, at_snapshot
 from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource, SnapshotInfo
+from dbt.adapters.fastrefresh.mlog import capture_sql
 from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement
 from dbt.adapters.fastrefresh.protocol.state import Flavour, LogConfig
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -61,6 +64,61 @@ def test_capture_statement_numbers_stamps_and_pairs() -> None:
     )
     scn = capture_statement(_config(Flavour.COMMIT_SCN, ()), columns, reads, 0)
     assert "snaptime__" not in scn and "explode(sequence(1, abs(n__)))" in scn
+
+
+def _merge_on_read(summaries: list[dict[str, str]]) -> CaptureReads:
+    """An UPDATE's deleted rows and added file, then a DELETE's, as the Java path stages
+    them (no whole file removed)."""
+    return CaptureReads(
+        tuple(
+            (o, SnapshotInfo(7 + o, 6 + o, "overwrite", None, s)) for o, s in enumerate(summaries)
+        ),
+        (
+            RowSource("SELECT k, v FROM d", {0: -1, 1: -1}, by_row=True),
+            RowSource("SELECT k, v FROM a", {0: 1}, whole_files=True),
+        ),
+    )
+
+
+def test_a_merge_on_read_capture_of_few_changed_rows_pairs_them_in_one_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    columns = [Column("k", "bigint"), Column("v", "int")]
+    counted = [
+        {"total-records": "100", "added-records": "40", "added-position-deletes": "40"},
+        {"total-records": "80", "added-position-deletes": "20"},  # no row added: no key
+    ]
+    reads = _merge_on_read(counted)
+    assert not reads.carries_over and reads.changed_rows == 100
+    one_task = "FROM (SELECT /*+ REPARTITION(1) */ * FROM net) GROUP BY ord__, `k`"
+    sql = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
+    assert one_task in sql and "DISTRIBUTE BY" not in sql
+    # The bound is inclusive; above it, or without counts, the pairing keeps its shuffle.
+    for limit, expected in ((100, True), (99, False)):
+        monkeypatch.setattr(capture_sql, "ONE_TASK_ROWS", limit)
+        sql = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
+        assert (one_task in sql) is expected, limit
+        assert ("FROM net GROUP BY ord__, `k`" in sql) is not expected, limit
+    uncounted = _merge_on_read([counted[0], {"added-position-deletes": "20"}])
+    assert uncounted.changed_rows is None, "a writer that keeps no total keeps no counts"
+    sql = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, uncounted, 0)
+    assert "REPARTITION" not in sql and "FROM net GROUP BY ord__, `k`" in sql
+
+
+def test_rows_carried_over_are_not_counted_as_changed() -> None:
+    # Copy-on-write: a rewritten file's rows are read whole, however few changed.
+    reads = CaptureReads(
+        ((0, SnapshotInfo(7, 6, "overwrite", None, {"total-records": "9", "added-records": "9"})),),
+        (
+            RowSource("SELECT k, v FROM r", {0: -1}, whole_files=True),
+            RowSource("SELECT k, v FROM a", {0: 1}, whole_files=True),
+        ),
+    )
+    assert reads.carries_over and reads.changed_rows is None
+    sql = capture_statement(
+        _config(Flavour.TIMESTAMP, ("k",)), [Column("k", "bigint"), Column("v", "int")], reads, 0
+    )
+    assert "REPARTITION" not in sql
 
 
 def test_a_capture_of_appends_only_nets_nothing() -> None:

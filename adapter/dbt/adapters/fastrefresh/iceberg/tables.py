@@ -28,7 +28,13 @@ from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 # Snapshot summary entries a reader needs besides the protocol's own keys.
-SUMMARY_STATS = ("total-data-files", "added-records", "total-records", "total-delete-files")
+SUMMARY_STATS = (
+    "total-data-files",
+    "added-records",
+    "total-records",
+    "total-delete-files",
+    "added-position-deletes",
+)
 
 
 @dataclass(frozen=True)
@@ -229,6 +235,21 @@ class CaptureReads:
         return any(
             s.whole_files and any(sign < 0 for sign in s.signs.values()) for s in self.sources
         )
+
+    @property
+    def changed_rows(self) -> int | None:
+        """At most how many rows the commits changed, from their summaries (the rows they
+        added and the positions they deleted), when no commit carries rows over; None: not
+        known (carried-over rows, or a writer that keeps no counts)."""
+        if self.carries_over:
+            return None
+        total = 0
+        for _, info in self.commits:
+            counts = [info.summary.get(k, "0") for k in ("added-records", "added-position-deletes")]
+            if "total-records" not in info.summary or not all(c.isdigit() for c in counts):
+                return None
+            total += sum(int(c) for c in counts)
+        return total
 
 
 class Tables(Protocol):

@@ -13,7 +13,9 @@ the new one.
 A keyed log whose commits removed no whole data file (merge-on-read: each removed row is
 one a statement matched) skips the multiset difference: the rows are paired by key at
 once, and a pair of identical images (an update that changed nothing) cancels there. That
-is one aggregation, and one shuffle, fewer.
+is one aggregation, and one shuffle, fewer. When those commits changed few rows (their
+summaries say how many at most), the pairing runs in the one task that numbers the rows
+(``ONE_TASK_ROWS``): the numbering's shuffle is then the statement's only one.
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ from dbt.adapters.fastrefresh.protocol.state import LogConfig
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, string, timestamp
 
 UNMARKED_SQL = "TIMESTAMP_NTZ'4000-01-01 00:00:00'"
+
+# Changed rows up to which a merge-on-read capture pairs its rows by key in one task, where
+# the numbering (one window over every log row) runs anyway: one shuffle and one Spark job
+# fewer. 10,000 changes of a 10M-row master in three commits: the statement's SELECT took
+# 0.69 s against 0.75 s (medians of 20, warm); 100,000 changes, 1.51 s against 1.49 s. Above
+# it the pairing keeps its own shuffle, whose tasks run in parallel.
+ONE_TASK_ROWS = 100_000
 
 
 def duplicate_key_message(master: TableName) -> str:
@@ -65,13 +74,19 @@ def capture_statement(
     keys = [] if config.keyless else [ident(k) for k in config.key_columns]
     ctes = [
         *_net(columns, reads, netted=config.keyless or reads.carries_over, keys=keys),
-        *_images(config, names, reads.removes, commits),
+        *_images(config, names, reads.removes, commits, one_task=_one_task(reads)),
     ]
     return (
         "WITH "
         + ",\n".join(ctes)
         + f"\nINSERT INTO {config.log_table.sql}\n{_select(config, columns, commits)}"
     )
+
+
+def _one_task(reads: CaptureReads) -> bool:
+    """Whether the rows are paired by key in the numbering's one task (``ONE_TASK_ROWS``)."""
+    changed = reads.changed_rows
+    return changed is not None and changed <= ONE_TASK_ROWS
 
 
 def _commit_map(reads: CaptureReads, start_sequence: int, first: str) -> str:
@@ -151,14 +166,17 @@ def _per_commit(relation: str, count: str, names: Sequence[str], ordinals: Seque
     )
 
 
-def _images(config: LogConfig, names: Sequence[str], removes: bool, commits: str) -> list[str]:
+def _images(
+    config: LogConfig, names: Sequence[str], removes: bool, commits: str, *, one_task: bool
+) -> list[str]:
     """CTEs ending in ``o``: the log rows' images, before they are numbered. A keyed log
-    pairs a commit's old and new image of one key into an update."""
+    pairs a commit's old and new image of one key into an update (``one_task``: in one
+    task, ``ONE_TASK_ROWS``)."""
     log_cols = list(config.columns)
     keyed = not config.keyless
     if keyed and removes:
         key_only = not [c for c in config.logged_columns if c not in config.key_columns]
-        return _pair_by_key(config, names, log_cols, key_only, commits)
+        return _pair_by_key(config, names, log_cols, key_only, commits, one_task=one_task)
     ncols = len(names)
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
@@ -196,9 +214,17 @@ def _nulls(columns: Sequence[mt.Column]) -> str:
 
 
 def _pair_by_key(
-    config: LogConfig, names: Sequence[str], log_cols: Sequence[str], key_only: bool, commits: str
+    config: LogConfig,
+    names: Sequence[str],
+    log_cols: Sequence[str],
+    key_only: bool,
+    commits: str,
+    *,
+    one_task: bool,
 ) -> list[str]:
-    """CTEs pairing what is left by key: an old and a new image of one key is an update."""
+    """CTEs pairing what is left by key: an old and a new image of one key is an update.
+    ``one_task``: the rows go to one task first, where the numbering after the pairing
+    finds them (a single partition satisfies both; Spark adds no shuffle between)."""
     keys = [ident(k) for k in config.key_columns]
     row = ", ".join(f"{string(n)}, {ident(n)}" for n in names)
     key_text = " || ', ' || ".join(f"cast({k} AS STRING)" for k in keys)
@@ -211,12 +237,13 @@ def _pair_by_key(
         "; a keyed log needs a unique key. Fix: make the key unique, or drop the log and "
         "create it with another key, or key-less (key=[])."
     )
+    source = "(SELECT /*+ REPARTITION(1) */ * FROM net)" if one_task else "net"
     ctes = [
         "k AS (SELECT ord__, "
         "sum(IF(n__ < 0, -n__, 0)) AS nold__, sum(IF(n__ > 0, n__, 0)) AS nnew__, "
         f"first(IF(n__ < 0, named_struct({row}), NULL), TRUE) AS o__, "
         f"first(IF(n__ > 0, named_struct({row}), NULL), TRUE) AS w__, "
-        f"{', '.join(keys)} FROM net GROUP BY ord__, {', '.join(keys)})",
+        f"{', '.join(keys)} FROM {source} GROUP BY ord__, {', '.join(keys)})",
         # An old and a new image that are equal (an update that changed nothing; never
         # left by the multiset difference) cancel.
         "j AS (SELECT k.ord__, nold__ > 0 AS has_old__, nnew__ > 0 AS has_new__, o__, "
