@@ -10,6 +10,7 @@ do, and checks the refusal and what is left afterwards.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.protocol.state import LOG_CONFIG
+from dbt.adapters.fastrefresh.sqltext import TableName, literal
 from tests.functional.sites import (
     PATHS,
     env_for,
@@ -84,6 +86,35 @@ def test_a_master_whose_columns_no_longer_fit_its_log(
     spark.sql(f"DELETE FROM {s}.m WHERE k = 3")
     rebuilt_as_log_broken(spark, env, view, sql)
     fast_once_the_log_is_recreated(spark, env, view, sql, f"UPDATE {s}.m SET g = 3 WHERE k < 5")
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["types_recorded", "older_log"])
+def test_a_changed_type_is_found_whether_or_not_the_log_recorded_its_types(
+    spark: Any, recorded: bool
+) -> None:
+    """SQL path. A log records its columns' types (``LogConfig.column_types``), so a
+    refresh takes the log table's columns from them instead of describing it while the
+    master's types are the same; a changed type, or a log created before the record,
+    describes the log, and the changed type is found either way."""
+    s = f"bad_cols_types_{'recorded' if recorded else 'older'}"
+    env, sql, view = built(spark, s, "sql")
+    log = f"DESCRIBE TABLE EXTENDED `{s}`.`mlog__m`"
+    statements = env.sql.statements
+    config = spark.sql(f"SHOW TBLPROPERTIES {s}.mlog__m ('{LOG_CONFIG}')").first()[1]
+    assert json.loads(config)["column_types"] == [["k", "bigint"], ["g", "int"], ["x", "int"]]
+    if not recorded:
+        older = json.dumps({k: v for k, v in json.loads(config).items() if k != "column_types"})
+        spark.sql(f"ALTER TABLE {s}.mlog__m SET TBLPROPERTIES ('{LOG_CONFIG}' = {literal(older)})")
+    before = len(statements)
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    assert statements[before:].count(log) == (0 if recorded else 1), statements[before:]
+    spark.sql(f"ALTER TABLE {s}.m ALTER COLUMN x TYPE BIGINT")
+    before = len(statements)
+    with pytest.raises(
+        FastRefreshError, match=r"column\(s\) x \(int -> bigint\) of .*changed type"
+    ):
+        refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+    assert statements[before:].count(log) == 1, statements[before:]
 
 
 def rebuilt_as_log_broken(spark: Any, env: Any, view: TableName, sql: str) -> None:

@@ -47,6 +47,10 @@ def test_states_round_trip_through_json() -> None:
     renamed = dataclasses.replace(config, start_snapshot=7, renamed_after_start=(("v", "u"),))
     assert LogConfig.from_json(renamed.to_json()) == renamed
     assert renamed.absent_at() == {7: AtSnapshot(renamed={"v": "u"})}
+    # The log table's columns with their types (a log created before they were: none).
+    assert "column_types" not in config.to_json()
+    typed = dataclasses.replace(config, column_types=(("k", "bigint"), ("v", "decimal(10,2)")))
+    assert LogConfig.from_json(typed.to_json()) == typed
     state = new_log_state(T0, 5).replace(
         users={"s.v": Claim(T0, 3, T1)}, last_purge_time=T1, snapshot=9
     )

@@ -190,7 +190,7 @@ def load_masters(env: Env, sql: str, *, log_columns: bool = True) -> list[Master
         meta = env.tables.load(name, fresh=True)
         if meta is None or not meta.iceberg:
             continue
-        found.append(MasterState(meta, load_log(env, name, columns=log_columns)))
+        found.append(MasterState(meta, load_log(env, name, columns=log_columns, read=meta)))
     return found
 
 
@@ -460,7 +460,7 @@ class _Refresh:
         options = log_options(up, master.meta)
         said = create_mview_log(self.env, master.name, **options, if_not_exists=True)
         self.logs_created.append(f"{said} (for the models that read {up.node})")
-        return MasterState(master.meta, load_log(self.env, master.name))
+        return MasterState(master.meta, load_log(self.env, master.name, read=master.meta))
 
     def _with_new_columns(
         self, master: MasterState, up: Upstream, loaded: list[MasterState]
@@ -499,7 +499,7 @@ class _Refresh:
             f"{said} (again: {master.name} gained column(s) {', '.join(added)} since its "
             f"log was created; for the models that read {up.node})"
         )
-        return MasterState(master.meta, load_log(self.env, master.name))
+        return MasterState(master.meta, load_log(self.env, master.name, read=master.meta))
 
     def _schema_change(self, reason: Reason, record: ViewRecord, plan: ViewPlan) -> Reason:
         """``reason`` naming how the view's columns change, or an error under

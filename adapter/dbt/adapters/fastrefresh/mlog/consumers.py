@@ -175,7 +175,7 @@ def setup(
     ``purge_log`` may take more, with or without this lock held here: the view reads the
     log at ``Setup.log_snapshot``, which still holds those rows."""
     name = master.name
-    read = load_log(env, name) if env.shared_catalog else log
+    read = load_log(env, name, log, read=master) if env.shared_catalog else log
     if read is not None and not _writes(read, master):
         return _setup_of(env, read, master, mview, position=position, last_refresh=last_refresh)
     with env.holding([log_lock(log_table_for(name))], purpose=f"setup of {mview}"):

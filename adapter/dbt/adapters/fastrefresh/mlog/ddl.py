@@ -88,15 +88,25 @@ class LoadedLog:
 
 
 def load_log(
-    env: Env, master: TableName, known: LoadedLog | None = None, *, columns: bool = True
+    env: Env,
+    master: TableName,
+    known: LoadedLog | None = None,
+    *,
+    columns: bool = True,
+    read: TableMeta | None = None,
 ) -> LoadedLog | None:
     """The log of ``master`` (None: it has none). ``known``: the log as read before (its
     state read again here): its table's columns are taken from it while the log is the
     same one (same configuration), which spares the SQL path a ``DESCRIBE``.
     ``columns=False``: without the log table's columns, for a reader of its state alone
-    (a purge, a registration, the registry), which no ``log_mismatch`` may be given."""
+    (a purge, a registration, the registry), which no ``log_mismatch`` may be given.
+    ``read``: the master as just read. While its types of the logged columns are those
+    the log was created with (``LogConfig.column_types``), the log table's columns are
+    taken from the configuration: the SQL path's ``DESCRIBE`` would find them, since a
+    log's columns never change. Otherwise (a type changed, or a log older than the
+    record) the table is described, for ``log_mismatch`` to compare."""
     log_table = log_table_for(master)
-    if columns:
+    if columns and (known is not None or read is None):
         meta = _log_table(env, log_table, known)
     else:
         meta = env.tables.load_state(log_table, fresh=env.shared_catalog)
@@ -106,6 +116,14 @@ def load_log(
     if text is None:
         return None
     config = LogConfig.from_json(text)
+    if columns and known is None and read is not None:
+        recorded = _recorded_columns(config, read)
+        if recorded is None:
+            meta = env.tables.load(log_table, fresh=env.shared_catalog)
+            if meta is None or meta.properties.get(LOG_CONFIG) != text:
+                return load_log(env, master)  # replaced meanwhile: read it afresh
+        else:
+            meta = dataclasses.replace(meta, columns=recorded)
     history = env.tables.history(log_table)
     found = latest_state(meta, LOG_STATE, history)
     if found.text is None:
@@ -124,6 +142,17 @@ def load_log(
         marked = last if state.marked_sequence < 0 else state.marked_sequence
         state = state.replace(last_sequence=last, marked_sequence=marked, sequence_base=None)
     return LoadedLog(config, state, meta, found)
+
+
+def _recorded_columns(config: LogConfig, master: TableMeta) -> tuple[mt.Column, ...] | None:
+    """The log table's master columns from its configuration, when the master's types of
+    them are still the recorded ones (None: not recorded, or a type differs)."""
+    if not config.column_types:
+        return None
+    current = {c.name: c.type for c in master.columns}
+    if any(current.get(name) != kind for name, kind in config.column_types):
+        return None
+    return tuple(mt.Column(name, kind) for name, kind in config.column_types)
 
 
 def _log_table(env: Env, log_table: TableName, known: LoadedLog | None) -> TableMeta | None:
@@ -418,6 +447,7 @@ def create_mview_log(
             incarnation=uuid.uuid4().hex, purge=mode, master_field_ids=_field_ids(meta),
             start_snapshot=meta.current_snapshot if added or renamed else None,
             added_after_start=added, renamed_after_start=renamed,
+            column_types=_column_types(meta, key_columns, logged),
         )  # fmt: skip
         env.sql.execute(_create_sql(config, meta, new_log_state(created, meta.current_snapshot)))
         env.runtime.chosen.pop(str(log_table), None)
@@ -431,6 +461,16 @@ def create_mview_log(
         f"{len(logged)} column(s), {flavour} flavour, {mode.value} purge, capturing from "
         f"snapshot {meta.current_snapshot}"
     )
+
+
+def _column_types(
+    meta: TableMeta, key_columns: Sequence[str], logged: Sequence[str]
+) -> tuple[tuple[str, str], ...]:
+    """The log's master columns (key first, as ``LogConfig.columns``) with the types its
+    table is created with (``_create_sql``)."""
+    types = {c.name: c.type for c in meta.columns}
+    names = [*key_columns, *(c for c in logged if c not in key_columns)]
+    return tuple((n, types[n]) for n in names)
 
 
 def _changed_after(env: Env, meta: TableMeta) -> mt.AtSnapshot | None:

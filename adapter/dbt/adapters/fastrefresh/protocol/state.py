@@ -102,6 +102,9 @@ class LogConfig:
     start_snapshot: int | None = None
     added_after_start: tuple[str, ...] = ()
     renamed_after_start: tuple[tuple[str, str], ...] = ()
+    # The log's master columns (``columns``) with their types at creation, as the log
+    # table has them (empty for a log created before they were recorded).
+    column_types: tuple[tuple[str, str], ...] = ()
 
     def absent_at(self) -> dict[int, mt.AtSnapshot]:
         """How capture reads the master columns at its start snapshot, when that was
@@ -151,6 +154,11 @@ class LogConfig:
                     if self.renamed_after_start
                     else {}
                 ),
+                **(
+                    {"column_types": [list(p) for p in self.column_types]}
+                    if self.column_types
+                    else {}
+                ),
             }
         )
 
@@ -174,6 +182,7 @@ class LogConfig:
             renamed_after_start=tuple(
                 (str(new), str(old)) for new, old in d.get("renamed_after_start", ())
             ),
+            column_types=tuple((str(n), str(t)) for n, t in d.get("column_types", ())),
         )
 
 
