@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -313,6 +314,28 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
     ]  # fmt: skip
 
 
+def job_counter(spark: Any) -> Callable[[], int]:
+    """The id of the session's last Spark job, as a function (-1: none yet)."""
+    tracker = spark.sparkContext.statusTracker()
+    return lambda: max(tracker.getJobIdsForGroup(None) or [-1])
+
+
+def keyed_master_for_jobs(
+    spark: Any, name: str, columns: str, properties: str, rows: str
+) -> tuple[Any, TableName]:
+    """A master ``m`` keyed by ``k`` in a schema of its own, with ``rows`` and a log
+    (Java path), for a test that counts what its captures run."""
+    schema = f"prop_{next(_counter)}_{name}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    env = env_for(spark, f"{schema}_registry", "java")
+    table = f"{schema}.m"
+    spark.sql(f"CREATE TABLE {table} {columns} USING iceberg TBLPROPERTIES ({properties})")
+    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {table} VALUES {rows}")
+    mlog.create_mview_log(env, table)
+    return env, TableName.parse(table)
+
+
 @pytest.mark.usefixtures("small_shuffles", "product_settings")
 def test_a_capture_of_the_same_shape_compiles_no_code_and_runs_three_jobs(
     spark: Any, monkeypatch: pytest.MonkeyPatch
@@ -328,23 +351,12 @@ def test_a_capture_of_the_same_shape_compiles_no_code_and_runs_three_jobs(
     monkeypatch.setattr(interpreted, "SMALL_ROWS", -1)
     jvm = spark.sparkContext._jvm
     compilations = jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
-    tracker = spark.sparkContext.statusTracker()
-
-    def last_job() -> int:
-        return max(tracker.getJobIdsForGroup(None) or [-1])
-
-    schema = f"prop_{next(_counter)}_codegen"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    env = env_for(spark, f"{schema}_registry", "java")
-    table = f"{schema}.m"
-    spark.sql(
-        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT, s STRING) USING iceberg "
-        "TBLPROPERTIES ('write.update.mode'='copy-on-write')"
-    )
-    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
-    spark.sql(f"INSERT INTO {table} VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')")
-    mlog.create_mview_log(env, table)
-    master = TableName.parse(table)
+    last_job = job_counter(spark)
+    env, master = keyed_master_for_jobs(
+        spark, "codegen", "(k BIGINT NOT NULL, v INT, s STRING)",
+        "'write.update.mode'='copy-on-write'", "(1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c')",
+    )  # fmt: skip
+    table = master.sql
     seen = []
     for round_no in range(4):
         spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = {round_no % 3 + 1}")
@@ -376,24 +388,14 @@ def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
     its new row and its deleted position) it keeps that shuffle. The log is the same."""
     if bound is not None:
         monkeypatch.setattr(capture_sql, "ONE_TASK_ROWS", bound)
-    tracker = spark.sparkContext.statusTracker()
-
-    def last_job() -> int:
-        return max(tracker.getJobIdsForGroup(None) or [-1])
-
-    schema = f"prop_{next(_counter)}_one_task"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    env = env_for(spark, f"{schema}_registry", "java")
-    table = f"{schema}.m"
-    spark.sql(
-        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT) USING iceberg TBLPROPERTIES "
-        "('format-version'='2', 'write.update.mode'='merge-on-read', "
-        "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read')"
-    )
-    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
-    spark.sql(f"INSERT INTO {table} VALUES (1, 10), (2, 20), (3, 30)")
-    mlog.create_mview_log(env, table)
-    master = TableName.parse(table)
+    last_job = job_counter(spark)
+    env, master = keyed_master_for_jobs(
+        spark, "one_task", "(k BIGINT NOT NULL, v INT)",
+        "'format-version'='2', 'write.update.mode'='merge-on-read', "
+        "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'",
+        "(1, 10), (2, 20), (3, 30)",
+    )  # fmt: skip
+    table = master.sql
     seen = []
     for round_no in range(3):
         spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = {round_no + 1}")
@@ -402,7 +404,7 @@ def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
         seen.append((last_job() - job, result.log_rows))
     assert seen == [(jobs, 2)] * 3, seen
     logged = spark.sql(
-        f"SELECT k, v, dmltype__, old_new__ FROM {schema}.mlog__m ORDER BY sequence__"
+        f"SELECT k, v, dmltype__, old_new__ FROM {master.schema}.mlog__m ORDER BY sequence__"
     ).collect()
     assert [tuple(r) for r in logged] == [
         (1, 10, "U", "O"), (1, 11, "U", "N"),
