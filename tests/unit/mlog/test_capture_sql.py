@@ -86,7 +86,7 @@ def test_a_merge_on_read_capture_of_few_changed_rows_pairs_them_in_one_task(
     columns = [Column("k", "bigint"), Column("v", "int")]
     counted = [
         {"total-records": "100", "added-records": "40", "added-position-deletes": "40"},
-        {"total-records": "80", "added-position-deletes": "20"},  # no row added: no key
+        {"total-records": "80", "added-position-deletes": "20"},  # added no row: no entry
     ]
     reads = _merge_on_read(counted)
     assert not reads.carries_over and reads.changed_rows == 100
