@@ -103,6 +103,8 @@ def test_a_refresh_describes_its_log_only_for_a_changed_type_or_an_older_log(
     def describes_of_a_fast_refresh() -> int:
         before = len(statements)
         refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+        # The log's state read once either way: a DESCRIBE comes alone, not with a load.
+        assert statements[before:].count(f"SHOW TBLPROPERTIES `{s}`.`mlog__m`") == 1
         return int(statements[before:].count(log))
 
     config = spark.sql(f"SHOW TBLPROPERTIES {s}.mlog__m ('{LOG_CONFIG}')").first()[1]

@@ -245,6 +245,10 @@ class JvmTables:
     def load_state(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
         return self.load(name, fresh=fresh)  # the columns cost nothing more here
 
+    def columns(self, name: TableName) -> tuple[mt.Column, ...] | None:
+        meta = self.load(name)  # milliseconds, as any load here
+        return None if meta is None else meta.columns
+
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
         """A load here costs milliseconds: nothing to reuse (see ``SqlTables.reading``)."""

@@ -144,6 +144,14 @@ class SqlTables:
             self._properties[name] = properties
         return _iceberg_meta(name, (), properties)
 
+    def columns(self, name: TableName) -> tuple[mt.Column, ...] | None:
+        """One ``DESCRIBE`` (inside ``reading``: a load's answer, if there was one)."""
+        loaded = self._memo.get(name) if self._memo is not None else None
+        if loaded is not None:
+            return loaded.columns
+        described = mt.describe(self.x, name)
+        return None if described is None else tuple(described[0])
+
     def _load(self, name: TableName, *, fresh: bool) -> TableMeta | None:
         known = self._properties.get(name) if self._memo is not None else None
         described = mt.describe(self.x, name)

@@ -266,6 +266,11 @@ class Tables(Protocol):
         columns may be left empty (reading a protocol state)."""
         ...
 
+    def columns(self, name: TableName) -> tuple[mt.Column, ...] | None:
+        """The table's columns alone (None if it does not exist), for a reader that has
+        its state from ``load_state``."""
+        ...
+
     def history(self, name: TableName) -> History: ...
 
     def reading(self) -> contextlib.AbstractContextManager[None]:

@@ -106,7 +106,8 @@ def load_log(
     log's columns never change. Otherwise (a type changed, or a log older than the
     record) the table is described, for ``log_mismatch`` to compare."""
     log_table = log_table_for(master)
-    if columns and (known is not None or read is None):
+    types_from = read if columns and known is None else None
+    if columns and types_from is None:
         meta = _log_table(env, log_table, known)
     else:
         meta = env.tables.load_state(log_table, fresh=env.shared_catalog)
@@ -116,14 +117,11 @@ def load_log(
     if text is None:
         return None
     config = LogConfig.from_json(text)
-    if columns and known is None and read is not None:
-        recorded = _recorded_columns(config, read)
-        if recorded is None:
-            meta = env.tables.load(log_table, fresh=env.shared_catalog)
-            if meta is None or meta.properties.get(LOG_CONFIG) != text:
-                return load_log(env, master)  # replaced meanwhile: read it afresh
-        else:
-            meta = dataclasses.replace(meta, columns=recorded)
+    if types_from is not None:
+        described = _recorded_columns(config, types_from) or env.tables.columns(log_table)
+        if described is None:
+            return None  # dropped since its state was read
+        meta = dataclasses.replace(meta, columns=described)
     history = env.tables.history(log_table)
     found = latest_state(meta, LOG_STATE, history)
     if found.text is None:
@@ -447,9 +445,9 @@ def create_mview_log(
             incarnation=uuid.uuid4().hex, purge=mode, master_field_ids=_field_ids(meta),
             start_snapshot=meta.current_snapshot if added or renamed else None,
             added_after_start=added, renamed_after_start=renamed,
-            column_types=_column_types(meta, key_columns, logged),
         )  # fmt: skip
-        env.sql.execute(_create_sql(config, meta, new_log_state(created, meta.current_snapshot)))
+        config = dataclasses.replace(config, column_types=_typed(config.columns, meta))
+        env.sql.execute(_create_sql(config, new_log_state(created, meta.current_snapshot)))
         env.runtime.chosen.pop(str(log_table), None)
         env.runtime.journal(env.registry).logs.add(str(master))
     kind = (
@@ -463,13 +461,10 @@ def create_mview_log(
     )
 
 
-def _column_types(
-    meta: TableMeta, key_columns: Sequence[str], logged: Sequence[str]
-) -> tuple[tuple[str, str], ...]:
-    """The log's master columns (key first, as ``LogConfig.columns``) with the types its
-    table is created with (``_create_sql``)."""
+def _typed(names: Sequence[str], meta: TableMeta) -> tuple[tuple[str, str], ...]:
+    """``names`` with their types in ``meta``: the log's columns as its table is created
+    (``_create_sql``) and its configuration records them (``LogConfig.column_types``)."""
     types = {c.name: c.type for c in meta.columns}
-    names = [*key_columns, *(c for c in logged if c not in key_columns)]
     return tuple((n, types[n]) for n in names)
 
 
@@ -535,14 +530,13 @@ def _check_name_free(
     )
 
 
-def _create_sql(config: LogConfig, meta: TableMeta, state: LogState) -> str:
+def _create_sql(config: LogConfig, state: LogState) -> str:
     """The log's CREATE TABLE, its configuration and first state in its properties: a log
     exists whole or not. Partitioned by capture: a view's range and a purge select whole
     partitions, so Iceberg applies them alone (Spark filters no row again, and a
     statement's code does not change with the range: Spark reuses it compiled), and a
     purge drops files."""
-    types = {c.name: c.type for c in meta.columns}
-    body = [f"{ident(n)} {types[n]}" for n in config.columns]
+    body = [f"{ident(n)} {t}" for n, t in config.column_types]
     body += [] if config.commit_scn else ["snaptime__ TIMESTAMP_NTZ"]
     body += [f"{n} {t}" for n, t in LOG_OWN_COLUMNS.items() if n != "snaptime__"]
     properties: dict[str, str] = {
