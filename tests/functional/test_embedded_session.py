@@ -13,7 +13,13 @@ from typing import Any
 
 from dbt.adapters.fastrefresh.runtime import class_cache
 from dbt.adapters.fastrefresh.runtime.class_cache import CACHE_ENV
-from dbt.adapters.fastrefresh.runtime.embedded import JIT_OPTIONS, check_java
+from dbt.adapters.fastrefresh.runtime.embedded import (
+    GC_OPTION,
+    JIT_OPTIONS,
+    check_java,
+    own_collector,
+    session_parameters,
+)
 from tests.jvm import short_lived_env
 
 
@@ -27,6 +33,34 @@ def test_the_driver_jvm_runs_with_the_compiler_thresholds(spark: Any) -> None:
         spark._jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
     )
     assert hotspot.getVMOption("Tier4InvocationThreshold").getValue() == "20000"
+
+
+def test_the_driver_jvm_runs_the_throughput_collector(spark: Any) -> None:
+    """``GC_OPTION`` reached the JVM: its collectors are the parallel collector's."""
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = sorted(bean.getName() for bean in beans)
+    assert names == ["PS MarkSweep", "PS Scavenge"], names
+
+
+def test_a_collector_in_the_java_options_replaces_the_default() -> None:
+    """HotSpot refuses two collectors, so ``own_collector`` drops the default's when the
+    environment chooses one; the JVM then starts with the user's."""
+    java = check_java()[0]
+    both = subprocess.run(
+        [java, "-XX:+UseG1GC", GC_OPTION, "-version"], capture_output=True, text=True
+    )
+    assert both.returncode != 0, both
+    assert "Multiple garbage collectors selected" in both.stdout + both.stderr, both
+    environ = {"JDK_JAVA_OPTIONS": "-XX:+UseG1GC"}
+    options = own_collector(session_parameters(Path("/tmp/fr-state")), environ)
+    flags = options["spark.driver.extraJavaOptions"].split()
+    started = subprocess.run(
+        [java, *(f for f in flags if f.startswith("-XX:")), "-XX:+PrintCommandLineFlags",
+         "-version"],
+        capture_output=True, text=True, env={**short_lived_env(), **environ},
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert "-XX:+UseG1GC" in started.stdout and GC_OPTION not in started.stdout, started.stdout
 
 
 # A process of its own (a JVM is launched once per process): the embedded session on a

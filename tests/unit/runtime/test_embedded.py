@@ -62,3 +62,34 @@ def test_both_defaults_raise_the_optimizing_compilers_thresholds() -> None:
     user = {"spark.driver.extraJavaOptions": "-XX:Tier4InvocationThreshold=5000"}
     options = session_parameters(Path("/tmp/fr-state"), user)["spark.driver.extraJavaOptions"]
     assert options.split()[-1] == "-XX:Tier4InvocationThreshold=5000"
+
+
+def test_the_driver_runs_the_throughput_collector_unless_the_user_chooses_one() -> None:
+    """Both defaults start the driver JVM with ``GC_OPTION``; a collector of the user's, in
+    the profile's driver options or in the environment's Java options, replaces it (HotSpot
+    refuses to start with two collectors)."""
+    from pathlib import Path
+
+    from dbt.adapters.fastrefresh.runtime.catalog import SharedCatalog
+    from dbt.adapters.fastrefresh.runtime.embedded import (
+        GC_OPTION,
+        own_collector,
+        session_parameters,
+    )
+
+    key = "spark.driver.extraJavaOptions"
+    catalog = SharedCatalog.parse({"uri": "jdbc:sqlite:x", "warehouse": "/w"})
+    state = Path("/tmp/fr-state")
+    for parameters in (session_parameters(state), session_parameters(None, catalog=catalog)):
+        assert GC_OPTION in parameters[key].split()
+        assert own_collector(parameters, {})[key] == parameters[key]
+    # Flags that only look like a collector's, or the same collector again, keep it.
+    kept = session_parameters(state, {key: "-XX:+UseCompressedOops -XX:+UseParallelGC"})
+    assert own_collector(kept, {"JDK_JAVA_OPTIONS": "-XX:+UseGCOverheadLimit"}) == kept
+    chosen = session_parameters(state, {key: "-Xmx8g -XX:+UseG1GC"})
+    options = own_collector(chosen, {})[key].split()
+    assert GC_OPTION not in options and options[-2:] == ["-Xmx8g", "-XX:+UseG1GC"]
+    assert options == [o for o in chosen[key].split() if o != GC_OPTION]
+    for variable in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"):
+        from_environment = own_collector(session_parameters(state), {variable: "-XX:+UseZGC"})
+        assert GC_OPTION not in from_environment[key].split(), variable
