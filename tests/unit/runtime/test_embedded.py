@@ -90,6 +90,9 @@ def test_the_driver_runs_the_throughput_collector_unless_the_user_chooses_one() 
     options = own_collector(chosen, {})[key].split()
     assert GC_OPTION not in options and options[-2:] == ["-Xmx8g", "-XX:+UseG1GC"]
     assert options == [o for o in chosen[key].split() if o != GC_OPTION]
+    # Only the default's flag goes: the rest of the value is left as written.
+    spaced = {key: f"{GC_OPTION} -Dname='a  b' -XX:+UseZGC"}
+    assert own_collector(spaced, {})[key] == "-Dname='a  b' -XX:+UseZGC"
     for variable in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"):
         from_environment = own_collector(session_parameters(state), {variable: "-XX:+UseZGC"})
         assert GC_OPTION not in from_environment[key].split(), variable

@@ -52,14 +52,14 @@ JIT_OPTIONS = (
     "-XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=160000"
 )
 # The throughput collector, not HotSpot's default (G1): a refresh's JVM allocates short-lived
-# objects by the million (plans, generated classes, Iceberg metadata) and never needs G1's
-# short pauses, while G1's write barriers and concurrent threads take CPU from the
-# statements. Measured on 2 cores (docs/bookkeeping.md): the oracle's deterministic test
-# (`java-1`) alone, 54.1-62.0 s with it against 67.6-72.2 s with G1, interleaved.
+# objects by the million (plans, generated classes, Iceberg metadata) and needs none of
+# G1's short pauses, whose bookkeeping (write barriers, concurrent marking) costs CPU.
+# Measured on 2 cores (docs/bookkeeping.md): the oracle's deterministic test (`java-1`)
+# alone, 54.1-62.0 s with it against 67.6-72.2 s with G1, interleaved.
 # Left out when the profile's driver options or the environment's Java options choose a
 # collector (``own_collector``): HotSpot refuses to start with two.
 GC_OPTION = "-XX:+UseParallelGC"
-COLLECTOR_FLAG = re.compile(r"-XX:\+Use\w*GC\b")
+COLLECTOR_FLAG = re.compile(r"(?<!\S)-XX:\+Use\w*GC(?!\S)")
 JAVA_OPTION_VARIABLES = ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
 # The driver JVM's options on any catalog; the embedded one adds its Derby's.
 DRIVER_OPTIONS = f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {GC_OPTION} {JIT_OPTIONS}"
@@ -141,12 +141,12 @@ def own_collector(parameters: Mapping[str, str], environ: Mapping[str, str]) -> 
     or Java options in the environment, choose another collector: HotSpot refuses to start
     with two ("Multiple garbage collectors selected")."""
     merged = dict(parameters)
-    options = merged.get("spark.driver.extraJavaOptions", "").split()
-    theirs = [o for o in options if o != GC_OPTION] + [
-        o for name in JAVA_OPTION_VARIABLES for o in environ.get(name, "").split()
-    ]
-    if any(COLLECTOR_FLAG.fullmatch(o) and o != GC_OPTION for o in theirs):
-        merged["spark.driver.extraJavaOptions"] = " ".join(o for o in options if o != GC_OPTION)
+    options = merged.get("spark.driver.extraJavaOptions", "")
+    theirs = [options, *(environ.get(name, "") for name in JAVA_OPTION_VARIABLES)]
+    chosen = {flag for value in theirs for flag in COLLECTOR_FLAG.findall(value)}
+    if chosen - {GC_OPTION}:
+        ours = re.compile(rf"(?<!\S){re.escape(GC_OPTION)}(?!\S)\s*")
+        merged["spark.driver.extraJavaOptions"] = ours.sub("", options).strip()
     return merged
 
 
