@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dbt.adapters.fastrefresh.iceberg import jvm as jvm_tables
 from dbt.adapters.fastrefresh.mlog import capture, capture_sql
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol import changevector as cv
@@ -411,3 +412,52 @@ def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
         (2, 20, "U", "O"), (2, 21, "U", "N"),
         (3, 30, "U", "O"), (3, 31, "U", "N"),
     ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_files_no_delete_applies_to_are_read_without_planning(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Capture reads the files a commit removed or added as they are, without planning a
+    scan of the master (which reads every manifest), when no delete file applies to them
+    at the snapshot they are read at: on a copy-on-write master every file; on a
+    merge-on-read one, the files each commit added (its delete files point into older
+    files). Only the rows a merge-on-read commit deleted are read through planning, by
+    their files' paths: the deletes live before the commit apply to those files. The log
+    is the same either way."""
+    planning = jvm_tables._Staging._planned
+    planned: list[tuple[int, int]] = []  # (snapshot, files known by their metadata)
+
+    def counted(self: Any, snapshot_id: int, files: Any, wanted: set[str]) -> Any:
+        planned.append((snapshot_id, len(files)))
+        return planning(self, snapshot_id, files, wanted)
+
+    monkeypatch.setattr(jvm_tables._Staging, "_planned", counted)
+    modes = ", ".join(f"'write.{op}.mode'='{mode}'" for op in ("update", "delete", "merge"))
+    env, master = keyed_master_for_jobs(
+        spark, f"direct_{mode.split('-')[0]}", "(k BIGINT NOT NULL, v INT)",
+        f"'format-version'='2', {modes}", "(1, 10), (2, 20), (3, 30)",
+    )  # fmt: skip
+    table = master.sql
+    results = []
+    spark.sql(f"INSERT INTO {table} VALUES (4, 40)")
+    spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = 2")
+    spark.sql(f"INSERT INTO {table} VALUES (5, 50)")
+    results.append(capture.capture(env, master).log_rows)
+    spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k IN (1, 4)")
+    spark.sql(f"DELETE FROM {table} WHERE k = 3")
+    results.append(capture.capture(env, master).log_rows)
+    assert results == [4, 5]
+    logged = spark.sql(
+        f"SELECT k, v, dmltype__, old_new__ FROM {master.schema}.mlog__m ORDER BY sequence__"
+    ).collect()
+    assert [tuple(r) for r in logged] == [
+        (4, 40, "I", "N"), (2, 20, "U", "O"), (2, 21, "U", "N"), (5, 50, "I", "N"),
+        (1, 10, "U", "O"), (1, 11, "U", "N"), (4, 40, "U", "O"), (4, 41, "U", "N"),
+        (3, 30, "D", "O"),
+    ]  # fmt: skip
+    if mode == "copy-on-write":
+        assert planned == []
+    else:  # the deleted rows' files, by path (no file known by its metadata)
+        assert planned and all(files == 0 for _, files in planned), planned
