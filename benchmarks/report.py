@@ -129,9 +129,9 @@ def nochange_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def size_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| layout | write mode | locality | master rows | changes | master DML | fast "
+        "| layout | write mode | locality | master rows | rounds | changes | master DML | fast "
         f"| of which capture | fast without capture | {VERSUS} | table / floor |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     data = [r for r in rows if r["sweep"] == "size"]
     for (layout, mode, locality, size), g in sorted(
@@ -140,7 +140,8 @@ def size_table(rows: list[dict[str, Any]]) -> list[str]:
         fast, capture = _method(g, "fast"), _method(g, "fast", "capture")
         without = None if fast is None or capture is None else fast - capture
         lines.append(
-            f"| {layout} | {mode} | {locality} | {size:,} | {_changes(g)} "
+            f"| {layout} | {mode} | {locality} | {size:,} "
+            f"| {len({r['repeat'] for r in g})} | {_changes(g)} "
             f"| {_s(_method(g, 'fast', 'dml'))} | {_s(fast)} | {_s(capture)} "
             f"| {_s(without)} | {_versus(g, floor_ratio=False)} "
             f"| {_x(_method(g, 'table'), _method(g, 'floor'))} |"
@@ -474,6 +475,8 @@ def write(
         ),
         *_section(
             "Refresh time vs master size (0.1% changes)",
+            "`rounds`: the rounds of changes measured, one after another on the same "
+            "master (each figure is their median; ratios are of the medians). "
             "`table / floor` bounds `table / fast`: a fast refresh applies its delta "
             "with a write at least as costly as the floor's, so no fast refresh of that view "
             "can beat the dbt table by more than this, whatever its capture and fixed cost.",
