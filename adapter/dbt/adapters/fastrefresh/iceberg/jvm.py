@@ -622,7 +622,6 @@ class _Staging:
         *,
         paths: set[str] | None = None,
         positions: bool = False,
-        only_positions: bool = False,
         direct: bool = False,
     ) -> str:
         """A temporary view of ``files`` (or of the data files at ``paths``, whose bounds
@@ -668,9 +667,7 @@ class _Staging:
         )  # fmt: skip
         # Metadata columns are not seen through a view: selected here when wanted. The
         # other columns are selected by the SQL that reads the view (``_select``).
-        if only_positions:
-            frame = frame.select("_file", "_pos")
-        elif positions:
+        if positions:
             frame = frame.select(*self.names, "_file", "_pos")
         frame.createOrReplaceTempView(view)
         self.views.append(view)
