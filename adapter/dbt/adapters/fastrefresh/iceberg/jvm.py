@@ -441,29 +441,27 @@ class _Staging:
                 for f in removed:
                     read.setdefault(str(f.location()), (f, {}))[1][ordinal] = -1
             read = by_read.setdefault(info.snapshot_id, {})
-            for f in added:
-                read.setdefault(str(f.location()), (f, {}))[1][ordinal] = 1
+            added_paths = [str(f.location()) for f in added]
+            for path, f in zip(added_paths, added, strict=True):
+                read.setdefault(path, (f, {}))[1][ordinal] = 1
             if deletes:
                 deleting.append((ordinal, info, deletes))
                 targets[ordinal] = self._targets(info, deletes)
-            clean_adds[info.snapshot_id] = {str(f.location()) for f in added} - targets.get(
-                ordinal, set()
-            )
+            clean_adds[info.snapshot_id] = set(added_paths) - targets.get(ordinal, set())
         sources = self._deleted_rows(deleting, targets) if deleting else []
         # The rows read (the whole files'; a delete's rows are not counted here).
         rows: int | None = None if deleting else 0
         for snapshot_id, files in sorted(by_read.items()):
-            groups: dict[tuple[tuple[int, int], ...], list[Any]] = {}
-            for f, signs in files.values():
-                groups.setdefault(tuple(sorted(signs.items())), []).append(f)
+            groups: dict[tuple[tuple[int, int], ...], dict[str, Any]] = {}
+            for path, (f, signs) in files.items():
+                groups.setdefault(tuple(sorted(signs.items())), {})[path] = f
                 if rows is not None:
                     rows += int(f.recordCount())
             undeleted = self._without_deletes(snapshot_id)
+            clean = clean_adds.get(snapshot_id, set())
             for signs_key, group in sorted(groups.items()):
-                direct = undeleted or {str(f.location()) for f in group} <= clean_adds.get(
-                    snapshot_id, set()
-                )
-                view = self._stage(snapshot_id, group, direct=direct)
+                direct = undeleted or group.keys() <= clean
+                view = self._stage(snapshot_id, list(group.values()), direct=direct)
                 sources.append(RowSource(self._select(view), dict(signs_key), whole_files=True))
         return CaptureReads(tuple(commits), tuple(sources), rows)
 
