@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -263,6 +264,29 @@ def test_log_replay_reproduces_the_master(spark: Any, mode: str, keyed: bool, ve
     # The Java path reads each commit's exact files; the SQL path filters on their bounds.
     path = "sql" if (mode, keyed) == ("copy-on-write", True) and version == 2 else "java"
     run_property(spark, mode, keyed, version, examples=6, path=path)
+
+
+@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "keyless"])
+def test_rows_netted_over_more_partitions_than_the_sessions_replay_the_same(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, keyed: bool
+) -> None:
+    """A copy-on-write capture of many rows spreads its multiset difference over more
+    shuffle partitions than the session's (``capture_sql.netting_partitions``): with the
+    bytes per partition lowered to 100, a few rows get several partitions, and the log
+    still replays to the master."""
+    monkeypatch.setattr(capture_sql, "PARTITION_BYTES", 100)
+    hints: list[str] = []
+
+    def recording(*args: Any, **kwargs: Any) -> str:
+        statement = capture_sql.capture_statement(*args, **kwargs)
+        hints.extend(re.findall(r"REPARTITION\(\d+, [^)]*\)", statement))
+        return statement
+
+    monkeypatch.setattr(capture, "capture_statement", recording)
+    run_property(spark, "copy-on-write", keyed, 2, examples=4)
+    assert hints, "no capture spread its rows over more partitions"
+    assert all(int(h.split("(")[1].split(",")[0]) > 2 for h in hints), hints
 
 
 @pytest.mark.slow

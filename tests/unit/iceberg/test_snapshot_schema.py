@@ -33,6 +33,9 @@ class Scripted:
     def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
         return contextlib.nullcontext(False)
 
+    def shuffle_partitions(self) -> int | None:
+        return None
+
 
 def metadata(schemas: dict[int, list[tuple[int, str]]], current: int, at: dict[int, int]) -> str:
     return json.dumps(

@@ -150,6 +150,52 @@ def test_rows_one_read_serves_for_several_commits_count_for_the_commit_they_name
     assert "SELECT `k`, `v`, 1 AS s0__, 0 AS s1__ FROM (SELECT k, v FROM a) r__" in sql
 
 
+def _rewrites(rows: int | None) -> CaptureReads:
+    """One copy-on-write commit that rewrote file r as a, ``rows`` rows read in all."""
+    return CaptureReads(
+        ((0, SnapshotInfo(7, 6, "overwrite", None)),),
+        (
+            RowSource("SELECT k, v, s FROM r", {0: -1}, whole_files=True),
+            RowSource("SELECT k, v, s FROM a", {0: 1}, whole_files=True),
+        ),
+        rows,
+    )
+
+
+def test_the_multiset_difference_gets_a_partition_per_128_mb_of_rows_beyond_the_sessions() -> None:
+    # k, v, s and one commit's sign: 4 fields of 8 bytes, the null bits' word, and the
+    # string's bytes counted as 24: 64 bytes a row, so 2,097,152 rows a partition.
+    columns = [Column("k", "bigint"), Column("v", "decimal(12,2)"), Column("s", "string")]
+    per_partition = capture_sql.PARTITION_BYTES // 64
+    assert per_partition == 2_097_152
+    partitions = capture_sql.netting_partitions
+    assert partitions(_rewrites(4 * per_partition), columns, 4) is None, "the session's 4 do"
+    assert partitions(_rewrites(4 * per_partition + 1), columns, 4) == 5
+    assert partitions(_rewrites(100_000_000), columns, 4) == 48
+    assert partitions(_rewrites(100_000_000), columns, 200) is None, "never fewer"
+    assert partitions(_rewrites(None), columns, 4) is None, "rows not known: the session's"
+    assert partitions(_rewrites(100_000_000), columns, None) is None, "session not known"
+    # A decimal above 18 digits is not a long in Spark's rows: counted like a string.
+    wide = [Column("k", "bigint"), Column("v", "decimal(38,2)"), Column("s", "string")]
+    assert partitions(_rewrites(100_000_000), wide, 4) == 66  # 88 bytes a row
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "keyless"])
+def test_many_rows_rewritten_are_netted_over_more_partitions_in_one_shuffle(keyed: bool) -> None:
+    columns = [Column("k", "bigint"), Column("v", "int"), Column("s", "string")]
+    config = _config(Flavour.TIMESTAMP, ("k",) if keyed else ())
+    sql = capture_statement(config, columns, _rewrites(100_000_000), 0, session_partitions=4)
+    by = "`k`" if keyed else "`k`, `v`, `s`"  # a key-less log: as its aggregation groups
+    assert (
+        f"sum(s0__) AS n0__ FROM (SELECT /*+ REPARTITION(48, {by}) */ * FROM src) "
+        "GROUP BY `k`, `v`, `s`"
+    ) in sql
+    assert "DISTRIBUTE BY" not in sql
+    few = capture_statement(config, columns, _rewrites(1_000_000), 0, session_partitions=4)
+    assert "REPARTITION(" not in few, "the session's partitions suffice"
+    assert ("FROM (SELECT * FROM src DISTRIBUTE BY `k`)" in few) is keyed
+
+
 def test_without_copy_on_write_rewrites_rows_pair_by_key_at_once() -> None:
     columns = [Column("k", "bigint"), Column("v", "int")]
     # Merge-on-read: commit 7 deleted rows of d by position and added a; no whole data

@@ -193,7 +193,14 @@ def _append(
             # Only compactions or DML that matched nothing: no row to log, but the
             # position moves (the snapshots passed may be expired later).
             return record_state(env, log, moved)
-        statement = capture_statement(log.config, columns, reads, state.last_sequence, stamp)
+        statement = capture_statement(
+            log.config,
+            columns,
+            reads,
+            state.last_sequence,
+            stamp,
+            session_partitions=env.sql.shuffle_partitions() if reads.rows is not None else None,
+        )
         pending = moved.replace(
             sequence_base=state.last_sequence,
             marked_sequence=-1 if stamp is not None else state.marked_sequence,

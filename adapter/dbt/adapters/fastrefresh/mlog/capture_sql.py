@@ -16,6 +16,11 @@ once, and a pair of identical images (an update that changed nothing) cancels th
 is one aggregation, and one shuffle, fewer. When those commits changed few rows (their
 summaries say how many at most), the pairing runs in the one task that numbers the rows
 (``ONE_TASK_ROWS``): the numbering's shuffle is then the statement's only one.
+
+The multiset difference aggregates every row the commits rewrote, carried-over rows
+included: tens of millions when a copy-on-write commit rewrites a large file. When the
+number of rows read is known, the rows get enough shuffle partitions that each
+partition's aggregation fits in memory (``netting_partitions``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,22 @@ UNMARKED_SQL = "TIMESTAMP_NTZ'4000-01-01 00:00:00'"
 # it the pairing keeps its own shuffle, whose tasks run in parallel.
 ONE_TASK_ROWS = 100_000
 
+# The bytes of rows (at their width in memory) per shuffle partition of the multiset
+# difference, above the session's own partition count. A hash aggregation whose partition
+# outgrows a task's share of execution memory falls back to sorting and spills: a 100M-row
+# master loaded by INSERTs (25M-row files), its first capture after an UPDATE and a DELETE
+# read 61M rows and took 76.4 s with the embedded default's 4 partitions, 49.6 s with 32
+# (the DML itself 42.9-47.6 s). Later captures of the same master, 34M rows, took 26-28 s
+# with either: a partition of 8.5M rows still fit (``docs/logs-and-capture.md``).
+PARTITION_BYTES = 128 * 1024 * 1024
+# Column types of a fixed width in Spark's rows (8 bytes each); others (strings, binary,
+# decimals above 18 digits, nested types) are counted ``VARIABLE_BYTES`` more.
+_FIXED_TYPES = frozenset(
+    {"bigint", "int", "smallint", "tinyint", "boolean", "float", "double", "date"}
+    | {"timestamp", "timestamp_ntz"}
+)
+VARIABLE_BYTES = 24
+
 
 def duplicate_key_message(master: TableName) -> str:
     return f"dbt-fastrefresh: master {master} has more than one row with key ("
@@ -52,12 +73,17 @@ def capture_statement(
     reads: CaptureReads,
     start_sequence: int,
     stamp: dt.datetime | None = None,
+    *,
+    session_partitions: int | None = None,
 ) -> str:
     """One INSERT that appends the log rows of ``reads`` (pure).
 
     ``stamp``: the refresh time to stamp the rows with, when capture runs inside a
     refresh's setup (the first refresher would stamp them at once); otherwise rows are
     appended unmarked (``4000-01-01``).
+
+    ``session_partitions``: the session's shuffle partitions, when known
+    (``netting_partitions``).
 
     What changes from one capture to the next (the commits' snapshot ids, the first
     sequence, the stamp) is one map literal, from each commit's ordinal to its snapshot
@@ -72,8 +98,10 @@ def capture_statement(
     first = timestamp(stamp) if stamp is not None else UNMARKED_SQL
     commits = _commit_map(reads, start_sequence, first)
     keys = [] if config.keyless else [ident(k) for k in config.key_columns]
+    netted = config.keyless or reads.carries_over
+    partitions = netting_partitions(reads, columns, session_partitions) if netted else None
     ctes = [
-        *_net(columns, reads, netted=config.keyless or reads.carries_over, keys=keys),
+        *_net(columns, reads, netted=netted, keys=keys, partitions=partitions),
         *_images(config, names, reads.removes, commits, one_task=_one_task(reads)),
     ]
     return (
@@ -89,6 +117,27 @@ def _one_task(reads: CaptureReads) -> bool:
     return changed is not None and changed <= ONE_TASK_ROWS
 
 
+def netting_partitions(
+    reads: CaptureReads, columns: Sequence[mt.Column], session: int | None
+) -> int | None:
+    """The shuffle partitions of the multiset difference: None (the session's,
+    ``session``) unless the rows read, at their width in memory, need more than that
+    (``PARTITION_BYTES`` each). None too when either is not known (the SQL path)."""
+    if session is None or reads.rows is None:
+        return None
+    fields = len(columns) + len(reads.commits)  # a sign column per commit
+    variable = sum(1 for c in columns if not _fixed_width(c.type))
+    width = 8 * ((fields + 63) // 64) + 8 * fields + VARIABLE_BYTES * variable
+    wanted = -(-reads.rows * width // PARTITION_BYTES)
+    return wanted if wanted > session else None
+
+
+def _fixed_width(spark_type: str) -> bool:
+    if spark_type.startswith("decimal("):
+        return int(spark_type[len("decimal(") :].split(",")[0]) <= 18
+    return spark_type in _FIXED_TYPES
+
+
 def _commit_map(reads: CaptureReads, start_sequence: int, first: str) -> str:
     """The map literal from each commit's ordinal to its snapshot id (``xid__``), the
     run's first sequence (``base__``) and stamp (``stamp__``)."""
@@ -98,7 +147,12 @@ def _commit_map(reads: CaptureReads, start_sequence: int, first: str) -> str:
 
 
 def _net(
-    columns: Sequence[mt.Column], reads: CaptureReads, *, netted: bool, keys: Sequence[str]
+    columns: Sequence[mt.Column],
+    reads: CaptureReads,
+    *,
+    netted: bool,
+    keys: Sequence[str],
+    partitions: int | None = None,
 ) -> list[str]:
     """CTEs ending in ``net``: each changed row of each commit, ``n__`` times (< 0: removed).
 
@@ -108,7 +162,11 @@ def _net(
 
     ``keys``: a keyed log's key columns. The rows are distributed by key before the
     multiset difference, so that the pairing by key that follows finds them already in
-    place: one shuffle for both aggregations, not two."""
+    place: one shuffle for both aggregations, not two.
+
+    ``partitions``: the multiset difference's shuffle partitions (None: the session's).
+    A key-less log's rows are distributed by all their columns then, as the aggregation
+    would: still one shuffle."""
     names = [c.name for c in columns]
     sel = ", ".join(ident(n) for n in names)
     ordinals = [o for o, _ in reads.commits]
@@ -126,18 +184,10 @@ def _net(
             )
             + ")"
         ]
-
-    def signs(source: RowSource) -> str:
-        if source.by_row:
-            return ", ".join(
-                f"IF(r__.ord__ = {o}, {source.signs.get(o, 0)}, 0) AS s{o}__" for o in ordinals
-            )
-        return ", ".join(f"{source.signs.get(o, 0)} AS s{o}__" for o in ordinals)
-
     src = (
         "src AS ("
         + "\n  UNION ALL ".join(
-            f"SELECT {sel}, {signs(r)} FROM ({r.sql}) r__" for r in reads.sources
+            f"SELECT {sel}, {_signs(r, ordinals)} FROM ({r.sql}) r__" for r in reads.sources
         )
         + ")"
     )
@@ -147,12 +197,32 @@ def _net(
     # commit removed and added again (copy-on-write carry-overs) count 0 there and are
     # dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
     counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
-    placed = f"(SELECT * FROM src DISTRIBUTE BY {', '.join(keys)})" if keys else "src"
+    placed = _placed("src", keys or [ident(n) for n in names], partitions, by_key=bool(keys))
     return [
         src,
         f"w AS (SELECT {sel}, {counts} FROM {placed} GROUP BY {sel})",
         _per_commit("w", "n", names, ordinals),
     ]
+
+
+def _signs(source: RowSource, ordinals: Sequence[int]) -> str:
+    """A row source's sign in each commit (``s{o}__``), by row when it carries ``ord__``."""
+    if source.by_row:
+        return ", ".join(
+            f"IF(r__.ord__ = {o}, {source.signs.get(o, 0)}, 0) AS s{o}__" for o in ordinals
+        )
+    return ", ".join(f"{source.signs.get(o, 0)} AS s{o}__" for o in ordinals)
+
+
+def _placed(relation: str, by: Sequence[str], partitions: int | None, *, by_key: bool) -> str:
+    """``relation`` distributed for the multiset difference: over ``partitions`` (None:
+    the session's) by ``by``; with the session's, a key-less log's (``by_key`` False)
+    is left to its aggregation's own shuffle."""
+    if partitions is not None:
+        return f"(SELECT /*+ REPARTITION({partitions}, {', '.join(by)}) */ * FROM {relation})"
+    if by_key:
+        return f"(SELECT * FROM {relation} DISTRIBUTE BY {', '.join(by)})"
+    return relation
 
 
 def _per_commit(relation: str, count: str, names: Sequence[str], ordinals: Sequence[int]) -> str:

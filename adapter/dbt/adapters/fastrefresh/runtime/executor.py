@@ -55,6 +55,11 @@ class Executor(Protocol):
         Spark's generated code when that is small (``runtime/interpreted.py``)."""
         ...
 
+    def shuffle_partitions(self) -> int | None:
+        """The session's ``spark.sql.shuffle.partitions`` when it is this process's (a
+        JVM call); None on a server, where reading it would cost a statement."""
+        ...
+
 
 class AdapterExecutor:
     """Statements through the dbt adapter's connection of the calling thread."""
@@ -113,6 +118,10 @@ class AdapterExecutor:
         spark = None if connection is None else _session_of(connection)
         return small_statements(spark, rows)
 
+    def shuffle_partitions(self) -> int | None:
+        connection = self.adapter.connections.get_if_exists()
+        return session_shuffle_partitions(None if connection is None else _session_of(connection))
+
 
 class SparkExecutor:
     """Statements straight on a SparkSession (tests, benchmarks, the demo)."""
@@ -134,6 +143,17 @@ class SparkExecutor:
 
     def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
         return small_statements(self.spark, rows)
+
+    def shuffle_partitions(self) -> int | None:
+        return session_shuffle_partitions(self.spark)
+
+
+def session_shuffle_partitions(spark: Any) -> int | None:
+    """``spark``'s ``spark.sql.shuffle.partitions`` (None: no session, or not a number)."""
+    if spark is None:
+        return None
+    value = str(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+    return int(value) if value.isdigit() else None
 
 
 def _session_of(connection: Any) -> Any:
