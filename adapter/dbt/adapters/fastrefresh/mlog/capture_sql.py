@@ -47,9 +47,10 @@ ONE_TASK_ROWS = 100_000
 # difference, above the session's own partition count. A hash aggregation whose partition
 # outgrows a task's share of execution memory falls back to sorting and spills: a 100M-row
 # master loaded by INSERTs (25M-row files), its first capture after an UPDATE and a DELETE
-# read 61M rows and took 76.4 s with the embedded default's 4 partitions, 49.6 s with 32
-# (the DML itself 42.9-47.6 s). Later captures of the same master, 34M rows, took 26-28 s
-# with either: a partition of 8.5M rows still fit (``docs/logs-and-capture.md``).
+# read 61M rows and took 76.4 s with the embedded default's 4 partitions, 49.6 s with 32,
+# 47.4 s with the 58 this gives, 45.2 s with 64 (the DML itself 42.9-47.6 s). Later
+# captures of that master read 34M rows in 26-28 s with 4 or 32 partitions: a partition
+# of 8.5M rows still fit (``docs/logs-and-capture.md``).
 PARTITION_BYTES = 128 * 1024 * 1024
 # Column types of a fixed width in Spark's rows (8 bytes each); others (strings, binary,
 # decimals above 18 digits, nested types) are counted ``VARIABLE_BYTES`` more.
