@@ -461,7 +461,7 @@ class _Staging:
             clean = clean_adds.get(snapshot_id, set())
             for signs_key, group in sorted(groups.items()):
                 direct = undeleted or group.keys() <= clean
-                view = self._stage(snapshot_id, list(group.values()), direct=direct)
+                view = self._stage(snapshot_id, group, direct=direct)
                 sources.append(RowSource(self._select(view), dict(signs_key), whole_files=True))
         return CaptureReads(tuple(commits), tuple(sources), rows)
 
@@ -514,7 +514,7 @@ class _Staging:
         cols = ", ".join("b__." + ident(n) for n in self.names)
         if len(deleting) == 1:
             ordinal, info, deletes = deleting[0]
-            before = self._stage(info.parent_id, (), paths=targets[ordinal], positions=True)
+            before = self._stage(info.parent_id, {}, paths=targets[ordinal], positions=True)
             positions = self._delete_positions([(ordinal, deletes)])
             return [
                 RowSource(
@@ -539,7 +539,7 @@ class _Staging:
         return [
             RowSource(
                 f"SELECT /*+ BROADCAST(c__) */ {cols}, c__.ord__ FROM "
-                f"{self._stage(snapshot_id, (), paths=paths, positions=True)} b__ JOIN "
+                f"{self._stage(snapshot_id, {}, paths=paths, positions=True)} b__ JOIN "
                 f"{positions} c__ ON b__._file = c__.file_path AND b__._pos = c__.pos",
                 signs,
                 by_row=True,
@@ -616,14 +616,15 @@ class _Staging:
     def _stage(
         self,
         snapshot_id: int | None,
-        files: Sequence[Any],
+        files: Mapping[str, Any],
         *,
         paths: set[str] | None = None,
         positions: bool = False,
         direct: bool = False,
     ) -> str:
-        """A temporary view of ``files`` (or of the data files at ``paths``, whose bounds
-        are not known: no pruning) as they are at ``snapshot_id`` (deletes applied).
+        """A temporary view of ``files`` (data files by path; or of the data files at
+        ``paths``, whose bounds are not known: no pruning) as they are at ``snapshot_id``
+        (deletes applied).
 
         ``direct``: no delete file applies to ``files`` at that snapshot (the caller
         knows), so their scan tasks are made from them as they are, the way Iceberg's
@@ -631,13 +632,13 @@ class _Staging:
         of the table, 30-60 ms a scan on a master with a few dozen commits."""
         if snapshot_id is None:
             raise self._no_parent()
-        wanted = set(paths) if paths is not None else {str(f.location()) for f in files}
+        wanted = set(paths) if paths is not None else set(files)
         if direct and paths is None:
             tasks = self.t.h.array_list()
-            for f in files:
+            for f in files.values():
                 tasks.add(self._task(f))
         else:
-            tasks = self._planned(snapshot_id, files, wanted)
+            tasks = self._planned(snapshot_id, list(files.values()), wanted)
         set_id = f"fr-{self.tag}-{len(self.sets)}"
         view = f"__fr_cap_{self.tag}_{len(self.views)}"
         if tasks.size() != len(wanted):
