@@ -211,3 +211,105 @@ def test_edge_values_and_aggregates_refresh_to_the_recomputed_values(spark, path
     ):
         spark.sql(statement)
         refresh_all(True)
+
+
+NON_FINITE_VIEWS = {
+    # (query, method, view write mode): a small copy-on-write view takes its delta as an
+    # overwrite, a merge-on-read one as a MERGE; the global aggregate as a MERGE.
+    "grouped": ("SELECT g, sum(d) AS sd, avg(d) AS ad, sum(f) AS sf, count(*) AS n "
+                "FROM {m} GROUP BY g", "force", None),
+    "grouped_mor": ("SELECT g, sum(d) AS sd, avg(f) AS af FROM {m} GROUP BY g", "force", "mor"),
+    "global": ("SELECT sum(d) AS sd, avg(d) AS ad, count(*) AS n FROM {m}", "force", None),
+    "fast_only": ("SELECT g, sum(d) AS sd FROM {m} GROUP BY g", "fast", None),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_nan_or_infinity_comes_into_a_float_sum_fast_and_leaving_it_rebuilds(  # type: ignore[no-untyped-def]
+    spark, path: str
+) -> None:
+    """Spark's SUM of a group holding a NaN is NaN, holding +Infinity (and no -Infinity)
+    +Infinity. Such a value comes into a kept sum as it would into SUM, but cannot be
+    taken out of it (NaN - NaN is NaN): a fast refresh kept the view's sum NaN for good
+    after the row left. Now its statement stops, commits nothing, and the refresh is
+    complete under force, or fails naming the fix under fast."""
+    from dbt.adapters.fastrefresh.errors import FastRefreshError
+    from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+
+    schema = f"exact_nonfinite_{path}"
+    master = f"{schema}.m"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(
+        f"CREATE TABLE {master} (k BIGINT NOT NULL, g STRING, d DOUBLE, f FLOAT) USING iceberg"
+    )
+    spark.sql(
+        f"INSERT INTO {master} VALUES (1, 'a', 0.5, 1.5), (2, 'b', 0.25, 2.0), (3, 'c', 1.0, 0.5)"
+    )
+    env = env_for(spark, f"{schema}_registry", path)
+    mlog.create_mview_log(env, master, key=["k"])
+    mor = refresh.TableSpec(properties={"write.merge.mode": "merge-on-read", "format-version": "2"})
+    views = {
+        TableName(schema, name): (sql.format(m=master), method, mor if mode else None)
+        for name, (sql, method, mode) in NON_FINITE_VIEWS.items()
+    }
+
+    def refresh_one(view: TableName, *, exists: bool = True, full: bool = False):  # type: ignore[no-untyped-def]
+        sql, method, table = views[view]
+        return refresh.refresh_view(
+            env, view=view, sql=sql, method=method, exists=exists, full_refresh=full, table=table
+        )
+
+    def rows(view: TableName, sql: str) -> tuple[list[list[str]], list[list[str]]]:
+        columns = ", ".join(spark.sql(sql).columns)
+        got = spark.sql(f"SELECT {columns} FROM {view.sql}").collect()
+        want = spark.sql(sql).collect()
+        return sorted([str(v) for v in r] for r in got), sorted([str(v) for v in r] for r in want)
+
+    def check(view: TableName) -> None:
+        got, want = rows(view, views[view][0])
+        assert got == want, view
+
+    for view in views:
+        assert refresh_one(view, exists=False).refresh_type == "COMPLETE"
+    # In: a NaN into 'a', +Infinity into 'b', -Infinity and +Infinity into 'c' (NaN).
+    spark.sql(
+        f"INSERT INTO {master} VALUES (4, 'a', double('NaN'), float('NaN')), "
+        "(5, 'b', double('Infinity'), float('Infinity')), (6, 'c', double('-Infinity'), 1.0), "
+        "(7, 'c', double('Infinity'), float('-Infinity')), (8, 'a', 2.0, 2.0)"
+    )
+    for view in views:
+        assert refresh_one(view).refresh_type == "FAST", view
+        check(view)
+    assert (
+        rows(TableName(schema, "grouped"), views[TableName(schema, "grouped")][0])[1][0][1] == "nan"
+    )
+    # A finite value leaving a group that keeps its infinity, and a new finite row: fast.
+    spark.sql(f"DELETE FROM {master} WHERE k = 2")
+    spark.sql(f"INSERT INTO {master} VALUES (9, 'b', 4.0, 4.0)")
+    for view in views:
+        assert refresh_one(view).refresh_type == "FAST", view
+        check(view)
+    # Out: the NaN of 'a' is updated to a number, 'c''s -Infinity deleted.
+    spark.sql(f"UPDATE {master} SET d = 3.0, f = 3.0 WHERE k = 4")
+    spark.sql(f"DELETE FROM {master} WHERE k = 6")
+    fast_only = TableName(schema, "fast_only")
+    storage = f"{schema}.fast_only__fr_data"
+    before = spark.sql(f"SELECT snapshot_id FROM {storage}.snapshots").count()
+    with pytest.raises(FastRefreshError, match=r"NaN or an infinity left .*d.*full-refresh"):
+        refresh_one(fast_only)
+    assert spark.sql(f"SELECT snapshot_id FROM {storage}.snapshots").count() == before
+    for view in views:
+        if view == fast_only:
+            result = refresh_one(view, full=True)
+            assert result.refresh_type == "COMPLETE"
+        else:
+            result = refresh_one(view)
+            assert result.refresh_type == "COMPLETE", view
+            assert result.reason is not None and result.reason.code is ReasonCode.NON_FINITE_LEFT
+            assert "NaN or an infinity left" in str(result.reason), result.reason
+        check(view)
+    # Once rebuilt, the views refresh fast again.
+    spark.sql(f"INSERT INTO {master} VALUES (10, 'a', 1.25, 1.25)")
+    for view in views:
+        assert refresh_one(view).refresh_type == "FAST", view
+        check(view)

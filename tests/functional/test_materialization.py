@@ -444,3 +444,40 @@ class TestTableConfigs(FastRefreshProject):
         assert self.rows(project, f"select status, n from {s}.by_status order by status") == [
             ("open", 2), ("shipped", 1),
         ]  # fmt: skip
+
+
+class TestNonFiniteSumThroughDbt(FastRefreshProject):
+    """A NaN leaving a floating-point SUM (``test_exact_values.py``), through dbt: the
+    adapter's statement error reaches the refresh, which rebuilds under force and fails
+    with the fix under fast."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        sql = "select g, sum(d) as sd, count(*) as n from {{ target.schema }}.t_nf group by g"
+        return {
+            "mv_sum_force.sql": model(sql),
+            "mv_sum_fast.sql": model(sql, refresh_method="fast"),
+            "schema.yml": "version: 2\nmodels:\n  - name: mv_sum_force\n    data_tests: [fast_refresh.equals_query]\n",
+        }
+
+    def test_a_nan_leaving_rebuilds_under_force_and_fails_under_fast(self, ready: Any) -> None:
+        project, s = ready, ready.test_schema
+        project.run_sql(
+            f"create table {s}.t_nf (k bigint not null, g string, d double) using iceberg"
+        )
+        project.run_sql(f"alter table {s}.t_nf set identifier fields k")
+        project.run_sql(f"insert into {s}.t_nf values (1, 'a', 1.5), (2, 'b', 2.0)")
+        op("create_mview_log", master=f"{s}.t_nf")
+        run_dbt(["run"])
+        project.run_sql(f"insert into {s}.t_nf values (3, 'a', double('NaN'))")
+        _, out = run_dbt_and_capture(["run"])
+        assert out.count("FAST refresh of") == 2
+        project.run_sql(f"delete from {s}.t_nf where k = 3")
+        _, out = run_dbt_and_capture(["run", "-s", "mv_sum_force"])
+        assert "COMPLETE refresh" in out and "NaN or an infinity left" in out
+        _, out = run_dbt_and_capture(["run", "-s", "mv_sum_fast"], expect_pass=False)
+        assert "Fast refresh of" in out and "NaN or an infinity left" in out and "Fix:" in out
+        run_dbt(["test", "-s", "mv_sum_force"])
+        assert self.rows(project, f"select g, sd, n from {s}.mv_sum_force order by g") == [
+            ("a", 1.5, 1), ("b", 2.0, 1),
+        ]  # fmt: skip

@@ -31,7 +31,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import sqlglot
 from sqlglot import exp
@@ -54,6 +54,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import (
     analyze,
     tables_of,
 )
+from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_LEFT
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
@@ -566,7 +567,7 @@ class _Refresh:
             )
             mark = time.monotonic()
             try:
-                self._apply(
+                reason = self._apply_or_rebuild(
                     reason, plan, record, pins=pins, previous=previous, sources=sources,
                     columns_hash=columns_hash,
                 )  # fmt: skip
@@ -678,6 +679,38 @@ class _Refresh:
         self.phases["setup"] -= captured
 
     # -- apply ---------------------------------------------------------------------------
+
+    def _apply_or_rebuild(
+        self,
+        reason: Reason | None,
+        plan: ViewPlan,
+        record: ViewRecord | None,
+        **state: Any,
+    ) -> Reason | None:
+        """``_apply``; when its fast statement stopped because a NaN or an infinity left
+        a floating-point sum (``NON_FINITE_LEFT``: it committed nothing), a complete
+        refresh under ``force``, an error naming the fix under ``fast``. Returns why the
+        refresh was complete (None: it was fast)."""
+        try:
+            self._apply(reason, plan, record, **state)
+            return reason
+        except Exception as exc:
+            message = str(exc)
+            if reason is not None or NON_FINITE_LEFT not in message:
+                raise
+        start = message.index(NON_FINITE_LEFT) + len(NON_FINITE_LEFT)
+        argument = message[start:].split("\n", 1)[0].strip()  # the message's line
+        reason = Reason(
+            ReasonCode.NON_FINITE_LEFT,
+            f"a NaN or an infinity left the floating-point SUM/AVG of {argument}, which "
+            "cannot subtract it (NaN - NaN and Infinity - Infinity are NaN)",
+        )
+        if self.method is RefreshMethod.FAST:
+            raise FastRefreshError(
+                f"Fast refresh of {self.view} is not possible: {reason}. Fix: {reason.fix()}."
+            )
+        self._apply(reason, plan, record, **state)
+        return reason
 
     def _apply(
         self,

@@ -77,6 +77,7 @@ class ReasonCode(str, enum.Enum):
     LOG_BROKEN = "log_broken"
     HISTORY_GONE = "history_gone"
     RANGE_TOO_LARGE = "range_too_large"
+    NON_FINITE_LEFT = "non_finite_left"
 
 
 EXPECTED = frozenset({ReasonCode.METHOD_COMPLETE, ReasonCode.FULL_REFRESH, ReasonCode.FIRST_BUILD})

@@ -19,7 +19,15 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Aggregate, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, q, render
-from dbt.adapters.fastrefresh.sqltext import TableName, replace_all
+from dbt.adapters.fastrefresh.sqltext import TableName, replace_all, string
+
+# The start of the error a delta statement raises when a NaN or an infinity leaves a
+# floating-point sum (``signed_terms``); the refresh then rebuilds the view
+# (``engine/refresh.py``). Spark's sum of a group holding a NaN is NaN, and one holding
+# +Infinity (and no -Infinity) is +Infinity: such a value can come into a kept sum, but
+# not leave it (NaN - NaN and Infinity - Infinity are NaN, not the sum of the rest).
+NON_FINITE_LEFT = "dbt-fastrefresh: a NaN or an infinity left the floating-point sum of "
+_FLOATING = frozenset({"double", "float"})
 
 
 def aggregate_columns(plan: ViewPlan) -> list[str]:
@@ -265,8 +273,13 @@ def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
             f"__fr_d_cnt_{j}", f"__fr_cnt_{j}", f"IF(__fr_a_{j} IS NULL, 0, __fr_sign)", False
         ))  # fmt: skip
         if j in plan.sum_components:
-            value = f"CAST(__fr_a_{j} AS {types[f'__fr_sum_{j}']})"
-            signed = f"IF(__fr_sign > 0, {value}, -{value})"
+            sum_type = types[f"__fr_sum_{j}"]
+            value = f"CAST(__fr_a_{j} AS {sum_type})"
+            old = value
+            if sum_type.lower() in _FLOATING:
+                stop = f"CAST(raise_error({string(NON_FINITE_LEFT + plan.components[j])}) AS {sum_type})"
+                old = f"IF(isnan({value}) OR abs({value}) = double('Infinity'), {stop}, {value})"
+            signed = f"IF(__fr_sign > 0, {value}, -{old})"
             terms.append(SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", signed, True))
     return terms
 
