@@ -9,6 +9,7 @@ stored 0.91666667000000000000 where the query gives 0.91666666666666666667).
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -295,7 +296,7 @@ def test_a_nan_or_infinity_comes_into_a_float_sum_fast_and_leaving_it_rebuilds( 
     fast_only = TableName(schema, "fast_only")
     storage = f"{schema}.fast_only__fr_data"
     before = spark.sql(f"SELECT snapshot_id FROM {storage}.snapshots").count()
-    with pytest.raises(FastRefreshError, match=r"NaN or an infinity left .*d.*full-refresh"):
+    with pytest.raises(FastRefreshError, match=r"floating-point SUM/AVG of m\.d, .*full-refresh"):
         refresh_one(fast_only)
     assert spark.sql(f"SELECT snapshot_id FROM {storage}.snapshots").count() == before
     for view in views:
@@ -306,7 +307,7 @@ def test_a_nan_or_infinity_comes_into_a_float_sum_fast_and_leaving_it_rebuilds( 
             result = refresh_one(view)
             assert result.refresh_type == "COMPLETE", view
             assert result.reason is not None and result.reason.code is ReasonCode.NON_FINITE_LEFT
-            assert "NaN or an infinity left" in str(result.reason), result.reason
+            assert re.search(r"NaN or an infinity left .* of m\.[df], ", str(result.reason))
         check(view)
     # Once rebuilt, the views refresh fast again.
     spark.sql(f"INSERT INTO {master} VALUES (10, 'a', 1.25, 1.25)")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.analysis import analyze
-from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_LEFT, signed_terms
+from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import (
+    NON_FINITE_FIX,
+    NON_FINITE_LEFT,
+    signed_terms,
+)
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 M = TableName("shop", "m")
@@ -22,7 +26,7 @@ def test_only_an_old_image_of_a_floating_point_sum_is_checked_for_nan_and_infini
     value = f"CAST(__fr_a_{d} AS double)"
     checked = (
         f"IF(isnan({value}) OR abs({value}) = double('Infinity'), "
-        f"CAST(raise_error('{NON_FINITE_LEFT}m.d') AS double), {value})"
+        f"CAST(raise_error('{NON_FINITE_LEFT}m.d{NON_FINITE_FIX}') AS double), {value})"
     )
     # A new image brings any value in, as SUM would; an old one stops on NaN or infinity.
     assert terms[f"__fr_d_sum_{d}"] == f"IF(__fr_sign > 0, {value}, -{checked})"

@@ -54,7 +54,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import (
     analyze,
     tables_of,
 )
-from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_LEFT
+from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_FIX, NON_FINITE_LEFT
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
@@ -699,7 +699,7 @@ class _Refresh:
             if reason is not None or NON_FINITE_LEFT not in message:
                 raise
         start = message.index(NON_FINITE_LEFT) + len(NON_FINITE_LEFT)
-        argument = message[start:].split("\n", 1)[0].strip()  # the message's line
+        argument = message[start:].split(NON_FINITE_FIX, 1)[0].split("\n", 1)[0].strip()
         reason = Reason(
             ReasonCode.NON_FINITE_LEFT,
             f"a NaN or an infinity left the floating-point SUM/AVG of {argument}, which "

@@ -27,6 +27,8 @@ from dbt.adapters.fastrefresh.sqltext import TableName, replace_all, string
 # +Infinity (and no -Infinity) is +Infinity: such a value can come into a kept sum, but
 # not leave it (NaN - NaN and Infinity - Infinity are NaN, not the sum of the rest).
 NON_FINITE_LEFT = "dbt-fastrefresh: a NaN or an infinity left the floating-point sum of "
+# After the argument: the fix, for whoever reads the error without the refresh's own.
+NON_FINITE_FIX = " (rebuild the view: dbt run --full-refresh)"
 _FLOATING = frozenset({"double", "float"})
 
 
@@ -277,7 +279,8 @@ def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
             value = f"CAST(__fr_a_{j} AS {sum_type})"
             old = value
             if sum_type.lower() in _FLOATING:
-                stop = f"CAST(raise_error({string(NON_FINITE_LEFT + plan.components[j])}) AS {sum_type})"
+                message = string(NON_FINITE_LEFT + plan.components[j] + NON_FINITE_FIX)
+                stop = f"CAST(raise_error({message}) AS {sum_type})"
                 old = f"IF(isnan({value}) OR abs({value}) = double('Infinity'), {stop}, {value})"
             signed = f"IF(__fr_sign > 0, {value}, -{old})"
             terms.append(SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", signed, True))
