@@ -477,7 +477,11 @@ class TestNonFiniteSumThroughDbt(FastRefreshProject):
         assert "COMPLETE refresh" in out and "NaN or an infinity left" in out
         _, out = run_dbt_and_capture(["run", "-s", "mv_sum_fast"], expect_pass=False)
         assert "Fast refresh of" in out and "NaN or an infinity left" in out and "Fix:" in out
+        # Only a complete refresh brings it back, and the registry says so.
+        assert self.staleness(project)["mv_sum_fast"] == "UNUSABLE"
         run_dbt(["test", "-s", "mv_sum_force"])
+        _, out = run_dbt_and_capture(["run", "-s", "mv_sum_fast", "--full-refresh"])
+        assert "COMPLETE refresh" in out and self.staleness(project)["mv_sum_fast"] == "FRESH"
         assert self.rows(project, f"select g, sd, n from {s}.mv_sum_force order by g") == [
             ("a", 1.5, 1), ("b", 2.0, 1),
         ]  # fmt: skip

@@ -436,6 +436,8 @@ class _Refresh:
         self.logs_created: list[str] = []
         self.log_warnings: list[str] = []
         self.previous_filled: tuple[str, ...] = ()
+        # Why a fast refresh failed while applying (``_apply_or_rebuild``), for its journal.
+        self.failed_because: Reason | None = None
 
     def _with_log(self, master: MasterState, loaded: list[MasterState]) -> MasterState:
         """``master``, with the log created when it has none and is a dbt node the model
@@ -573,7 +575,8 @@ class _Refresh:
                 )  # fmt: skip
                 log_rows, noop = self._outcome
             except Exception as exc:
-                self._journal(_type_of(reason), reason, 0, "FAILED", str(exc))
+                failed = self.failed_because or reason
+                self._journal(_type_of(reason), failed, 0, "FAILED", str(exc))
                 raise
         mark = self._phase("apply", mark)
         self._ensure_view(record if reason is None else None, before=record)
@@ -706,6 +709,7 @@ class _Refresh:
             "cannot subtract it (NaN - NaN and Infinity - Infinity are NaN)",
         )
         if self.method is RefreshMethod.FAST:
+            self.failed_because = reason  # the registry shows the view UNUSABLE
             raise FastRefreshError(
                 f"Fast refresh of {self.view} is not possible: {reason}. Fix: {reason.fix()}."
             )
