@@ -314,3 +314,44 @@ def test_a_nan_or_infinity_comes_into_a_float_sum_fast_and_leaving_it_rebuilds( 
     for view in views:
         assert refresh_one(view).refresh_type == "FAST", view
         check(view)
+
+
+def test_a_nan_leaving_a_join_aggregate_with_its_dimension_row_rebuilds(spark) -> None:  # type: ignore[no-untyped-def]
+    """Over a join, a row of the join leaves when either side changes: a dimension row
+    moving its fact rows, NaN among them, to another group takes the NaN out of the old
+    group's sum. The delta rule's old join rows stop the statement as a fact's would."""
+    from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+
+    schema = "exact_nonfinite_join"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g STRING, d DOUBLE) USING iceberg")
+    spark.sql(f"CREATE TABLE {schema}.dim (g STRING NOT NULL, region STRING) USING iceberg")
+    spark.sql(f"INSERT INTO {schema}.m VALUES (1, 'a', 0.5), (2, 'b', 0.25), (4, 'c', 1.0)")
+    spark.sql(f"INSERT INTO {schema}.dim VALUES ('a', 'north'), ('b', 'south'), ('c', 'north')")
+    env = env_for(spark, f"{schema}_registry")
+    mlog.create_mview_log(env, f"{schema}.m", key=["k"])
+    mlog.create_mview_log(env, f"{schema}.dim", key=["g"])
+    sql = (
+        f"SELECT d.region, sum(m.d) AS sd, count(*) AS n FROM {schema}.m m "
+        f"JOIN {schema}.dim d ON m.g = d.g GROUP BY d.region"
+    )
+    view = TableName(schema, "v")
+
+    def run():  # type: ignore[no-untyped-def]
+        return refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+
+    def check() -> None:
+        got = spark.sql(f"SELECT region, sd, n FROM {view.sql}").collect()
+        assert sorted(map(str, got)) == sorted(map(str, spark.sql(sql).collect()))
+
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    spark.sql(f"INSERT INTO {schema}.m VALUES (3, 'a', double('NaN'))")
+    assert run().refresh_type == "FAST"
+    check()
+    assert str(spark.sql(f"SELECT sd FROM {view.sql} WHERE region = 'north'").first()[0]) == "nan"
+    # 'a' and its NaN move south: north keeps 'c' alone, its sum 1.0 (NaN kept, before).
+    spark.sql(f"UPDATE {schema}.dim SET region = 'south' WHERE g = 'a'")
+    result = run()
+    assert result.refresh_type == "COMPLETE" and result.reason is not None
+    assert result.reason.code is ReasonCode.NON_FINITE_LEFT
+    check()
