@@ -617,12 +617,15 @@ class _Refresh:
             reason = _range_too_large(self.env, self.setups, pins)
         if reason is not None and not reason.expected and self.method is RefreshMethod.FAST:
             self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
-            names = {"master": _master_named(reason, masters)}
-            raise FastRefreshError(
-                f"Fast refresh of {self.view} is not possible: {reason}. "
-                f"Fix: {reason.fix(**names)}."
-            )
+            raise self._not_possible(reason, master=_master_named(reason, masters))
         return reason
+
+    def _not_possible(self, reason: Reason, **names: str) -> FastRefreshError:
+        """The error of a fast refresh ``reason`` stops (``names``: the objects its fix
+        mentions)."""
+        return FastRefreshError(
+            f"Fast refresh of {self.view} is not possible: {reason}. Fix: {reason.fix(**names)}."
+        )
 
     def _filled_before(self, masters: list[MasterState]) -> Reason | None:
         """A view last built from a master's snapshot older than the master's schema in a
@@ -710,9 +713,7 @@ class _Refresh:
         )
         if self.method is RefreshMethod.FAST:
             self.failed_because = reason  # the registry shows the view UNUSABLE
-            raise FastRefreshError(
-                f"Fast refresh of {self.view} is not possible: {reason}. Fix: {reason.fix()}."
-            )
+            raise self._not_possible(reason)
         self._apply(reason, plan, record, **state)
         return reason
 
