@@ -25,7 +25,7 @@ from dbt.adapters.fastrefresh.mlog import capture, capture_sql
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.runtime import interpreted
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, literal
 from tests.functional.sites import env_for
 
 COLUMNS = ("k", "v", "s")  # k: key (bigint), v: int, s: string
@@ -337,6 +337,86 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
         (1, 11, "U", "O"), (1, 12, "U", "N"),
         (3, 30, "D", "O"),
     ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("keys", ["hashed", "by_path"])
+def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, keys: str
+) -> None:
+    """The Java path matches a merge-on-read commit's deleted positions to the rows of the
+    files they point into by the file's path hash and the position (or by the path itself
+    when two of those files' hashes collide: "by_path" makes them collide). Two data files,
+    and commits deleting at the same positions of both, in one capture and across two: each
+    file's deleted rows, and only those, are logged, and for the commit that deleted them."""
+    if keys == "by_path":
+        monkeypatch.setattr(jvm_tables._Staging, "_hashes_distinct", lambda self, paths: False)
+    statements: list[str] = []
+
+    def recording(*args: Any, **kwargs: Any) -> str:
+        statement = capture_sql.capture_statement(*args, **kwargs)
+        statements.append(statement)
+        return statement
+
+    monkeypatch.setattr(capture, "capture_statement", recording)
+    schema = f"prop_{next(_counter)}_same_positions_{keys}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    env = env_for(spark, f"{schema}_registry", "java")
+    table = f"{schema}.m"
+    mor = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("update", "delete", "merge"))
+    spark.sql(
+        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT) USING iceberg TBLPROPERTIES ({mor})"
+    )
+    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    for rows in ("(1, 10), (2, 20), (3, 30)", "(4, 40), (5, 50), (6, 60)"):  # a file each
+        spark.sql(f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ * FROM VALUES {rows}")
+    mlog.create_mview_log(env, table)
+    master = TableName.parse(table)
+    placed = spark.sql(f"SELECT k, _file, _pos FROM {table} ORDER BY k").collect()
+    assert [r[2] for r in placed] == [0, 1, 2, 0, 1, 2]
+    assert len({r[1] for r in placed[:3]}) == len({r[1] for r in placed[3:]}) == 1
+    assert placed[0][1] != placed[3][1]
+    # Positions 0 of both files (k 1 and 4), then positions 2 of both (k 3 and 6) by an
+    # UPDATE and a DELETE of one capture, then position 1 of the first file (k 2) alone.
+    spark.sql(f"DELETE FROM {table} WHERE k IN (1, 4)")
+    capture.capture(env, master)
+    spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = 3")
+    spark.sql(f"DELETE FROM {table} WHERE k = 6")
+    spark.sql(f"DELETE FROM {table} WHERE k = 2")
+    capture.capture(env, master)
+    logged = [
+        tuple(r)
+        for r in spark.sql(
+            f"SELECT k, v, dmltype__, old_new__ FROM {schema}.mlog__m ORDER BY sequence__"
+        ).collect()
+    ]
+    assert logged == [
+        (1, 10, "D", "O"), (4, 40, "D", "O"),
+        (3, 30, "U", "O"), (3, 31, "U", "N"),
+        (6, 60, "D", "O"),
+        (2, 20, "D", "O"),
+    ]  # fmt: skip
+    deleting = [s for s in statements if "_pos" in s]
+    assert len(deleting) == 2, statements
+    hashed = keys == "hashed"
+    assert all(("xxhash64(b__._file) = c__.file_hash__" in s) == hashed for s in deleting)
+    assert all(("b__._file = c__.file_path" in s) != hashed for s in deleting)
+
+
+def test_path_hash_is_sparks_xxhash64(spark: Any) -> None:
+    """The path hash the Java path checks for collisions is the one its statements
+    compute: Spark's ``xxhash64`` of the same string (ASCII, non-ASCII, long, empty)."""
+    paths = [
+        "file:/tmp/warehouse/db/m/data/00000-0-aa.parquet",
+        "s3://bucket/wh/db/tábla/data/k=ü/00001-7-€.parquet",
+        "hdfs://nn:8020/" + "x" * 300 + ".parquet",
+        "",
+    ]
+    h = jvm_tables._handles(spark)
+    listed = ", ".join(f"xxhash64({literal(p)})" for p in paths)
+    expected = list(spark.sql(f"SELECT {listed}").collect()[0])
+    assert [jvm_tables.path_hash(h, p) for p in paths] == expected
+    assert len(set(expected)) == len(paths)
 
 
 def job_counter(spark: Any) -> Callable[[], int]:
