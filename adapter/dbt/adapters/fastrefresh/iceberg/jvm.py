@@ -517,10 +517,10 @@ class _Staging:
             ]
         # v2: the rows live before the commit whose positions its delete files name. A
         # delete file may repeat positions deleted earlier (file-scoped deletes carry them
-        # over), but those rows are not live before it. The positions are far fewer than
-        # the rows read, so the join is a broadcast: one pass over the live rows, no
-        # shuffle, where an anti join with the files' live positions after the commit
-        # shuffled both sides. The positions are matched by their file's path hash
+        # over), but those rows are not live before it. The positions are usually far
+        # fewer than the rows read, so the join is a broadcast: one pass over the live
+        # rows, no shuffle, where an anti join with the files' live positions after the
+        # commit shuffled both sides. The positions are matched by their file's path hash
         # (``_position_match``).
         cols = ", ".join("b__." + ident(n) for n in self.names)
         hashed, on = self._position_match(set().union(*targets.values()))
