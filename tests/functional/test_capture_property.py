@@ -299,6 +299,31 @@ def test_log_replay_reproduces_the_master_long(
     run_property(spark, mode, keyed, version, examples=60, path=path)
 
 
+def merge_on_read_master(spark: Any, name: str, path: str, more: str = "") -> tuple[Any, str]:
+    """A merge-on-read master ``m`` (``k`` BIGINT key, ``v`` INT, ``more`` columns), empty,
+    in a schema of its own, and the environment of ``path`` on it."""
+    schema = f"prop_{next(_counter)}_{name}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    mor = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("update", "delete", "merge"))
+    table = f"{schema}.m"
+    spark.sql(
+        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT{more}) USING iceberg TBLPROPERTIES ({mor})"
+    )
+    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    return env_for(spark, f"{schema}_registry", path), table
+
+
+def logged_changes(spark: Any, table: str) -> list[tuple[Any, ...]]:
+    """The (k, v, dmltype__, old_new__) rows of ``table``'s log, in sequence order."""
+    schema = TableName.parse(table).schema
+    return [
+        tuple(r)
+        for r in spark.sql(
+            f"SELECT k, v, dmltype__, old_new__ FROM {schema}.mlog__m ORDER BY sequence__"
+        ).collect()
+    ]
+
+
 @pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("path", ["java", "sql"])
 def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path: str) -> None:
@@ -308,15 +333,7 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
     files repeat the earlier positions (file-scoped deletes) and the Java path reads the
     file once. The update that changed nothing deleted and wrote the same row: it logs
     nothing."""
-    schema = f"prop_{next(_counter)}_one_file_{path}"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    env = env_for(spark, f"{schema}_registry", path)
-    table = f"{schema}.m"
-    mor = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("update", "delete", "merge"))
-    spark.sql(
-        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT, s STRING) USING iceberg TBLPROPERTIES ({mor})"
-    )
-    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    env, table = merge_on_read_master(spark, f"one_file_{path}", path, ", s STRING")
     spark.sql(f"INSERT INTO {table} VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (4, 40, 'd')")
     mlog.create_mview_log(env, table)
     spark.sql(f"UPDATE {table} SET v = 11 WHERE k IN (1, 4)")
@@ -325,13 +342,7 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
     spark.sql(f"UPDATE {table} SET v = 12 WHERE k = 1")
     spark.sql(f"DELETE FROM {table} WHERE k = 3")
     capture.capture(env, TableName.parse(table))
-    logged = [
-        tuple(r)
-        for r in spark.sql(
-            f"SELECT k, v, dmltype__, old_new__ FROM {schema}.mlog__m ORDER BY sequence__"
-        ).collect()
-    ]
-    assert logged == [
+    assert logged_changes(spark, table) == [
         (1, 10, "U", "O"), (1, 11, "U", "N"), (4, 40, "U", "O"), (4, 11, "U", "N"),
         (2, 20, "D", "O"),
         (1, 11, "U", "O"), (1, 12, "U", "N"),
@@ -359,15 +370,7 @@ def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
         return statement
 
     monkeypatch.setattr(capture, "capture_statement", recording)
-    schema = f"prop_{next(_counter)}_same_positions_{keys}"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    env = env_for(spark, f"{schema}_registry", "java")
-    table = f"{schema}.m"
-    mor = ", ".join(f"'write.{op}.mode'='merge-on-read'" for op in ("update", "delete", "merge"))
-    spark.sql(
-        f"CREATE TABLE {table} (k BIGINT NOT NULL, v INT) USING iceberg TBLPROPERTIES ({mor})"
-    )
-    spark.sql(f"ALTER TABLE {table} SET IDENTIFIER FIELDS k")
+    env, table = merge_on_read_master(spark, f"same_positions_{keys}", "java")
     for rows in ("(1, 10), (2, 20), (3, 30)", "(4, 40), (5, 50), (6, 60)"):  # a file each
         spark.sql(f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ * FROM VALUES {rows}")
     mlog.create_mview_log(env, table)
@@ -384,13 +387,7 @@ def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
     spark.sql(f"DELETE FROM {table} WHERE k = 6")
     spark.sql(f"DELETE FROM {table} WHERE k = 2")
     capture.capture(env, master)
-    logged = [
-        tuple(r)
-        for r in spark.sql(
-            f"SELECT k, v, dmltype__, old_new__ FROM {schema}.mlog__m ORDER BY sequence__"
-        ).collect()
-    ]
-    assert logged == [
+    assert logged_changes(spark, table) == [
         (1, 10, "D", "O"), (4, 40, "D", "O"),
         (3, 30, "U", "O"), (3, 31, "U", "N"),
         (6, 60, "D", "O"),
