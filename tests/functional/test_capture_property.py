@@ -357,11 +357,11 @@ def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
 ) -> None:
     """The Java path matches a merge-on-read commit's deleted positions to the rows of the
     files they point into by the file's path hash and the position (or by the path itself
-    when two of those files' hashes collide: "by_path" makes them collide). Two data files,
+    when two of those files' hashes collide: "by_path" makes every hash 0). Two data files,
     and commits deleting at the same positions of both, in one capture and across two: each
     file's deleted rows, and only those, are logged, and for the commit that deleted them."""
     if keys == "by_path":
-        monkeypatch.setattr(jvm_tables._Staging, "_hashes_distinct", lambda self, paths: False)
+        monkeypatch.setattr(jvm_tables, "path_hash", lambda h, path: 0)
     statements: list[str] = []
 
     def recording(*args: Any, **kwargs: Any) -> str:
@@ -396,8 +396,8 @@ def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
     deleting = [s for s in statements if "_pos" in s]
     assert len(deleting) == 2, statements
     hashed = keys == "hashed"
-    assert all(("xxhash64(b__._file) = c__.file_hash__" in s) == hashed for s in deleting)
-    assert all(("b__._file = c__.file_path" in s) != hashed for s in deleting)
+    assert all(("xxhash64(b__._file) = c__.file__" in s) == hashed for s in deleting)
+    assert all(("b__._file = c__.file__" in s) != hashed for s in deleting)
 
 
 def test_path_hash_is_sparks_xxhash64(spark: Any) -> None:

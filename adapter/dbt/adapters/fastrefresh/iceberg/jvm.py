@@ -521,13 +521,14 @@ class _Staging:
         # fewer than the rows read, so the join is a broadcast: one pass over the live
         # rows, no shuffle, where an anti join with the files' live positions after the
         # commit shuffled both sides. The positions are matched by their file's path hash
-        # (``_position_match``).
+        # (``_file_keys``).
         cols = ", ".join("b__." + ident(n) for n in self.names)
-        hashed, on = self._position_match(set().union(*targets.values()))
+        position_key, row_key = self._file_keys(set().union(*targets.values()))
+        on = f"{row_key} = c__.file__ AND b__._pos = c__.pos"
         if len(deleting) == 1:
             ordinal, info, deletes = deleting[0]
             before = self._stage(info.parent_id, {}, paths=targets[ordinal], positions=True)
-            positions = self._delete_positions([(ordinal, deletes)], hashed=hashed)
+            positions = self._delete_positions([(ordinal, deletes)], position_key)
             return [
                 RowSource(
                     f"SELECT /*+ BROADCAST(c__) */ {cols} FROM {before} b__ LEFT SEMI JOIN "
@@ -546,7 +547,7 @@ class _Staging:
         by_snapshot: dict[int | None, set[str]] = {}
         for path, snapshot_id in first.items():
             by_snapshot.setdefault(snapshot_id, set()).add(path)
-        positions = self._delete_positions([(o, d) for o, _, d in deleting], hashed=hashed)
+        positions = self._delete_positions([(o, d) for o, _, d in deleting], position_key)
         signs = {ordinal: -1 for ordinal, _, _ in deleting}
         return [
             RowSource(
@@ -577,17 +578,12 @@ class _Staging:
             "ON b__._file = c__._file AND b__._pos = c__._pos"
         )
 
-    def _delete_positions(
-        self, deleting: Sequence[tuple[int, Sequence[Any]]], *, hashed: bool
-    ) -> str:
-        """A temporary view of the (file_path, pos) pairs of position delete files, read
-        as the plain files they are (Iceberg writes them in the table's delete format).
-        For several commits, with ``ord__``: the first of them (by ordinal) that names
-        each position. ``hashed``: each path as its 64-bit hash (``file_hash__``), which
-        the caller found distinct among the data files the deletes point into."""
+    def _delete_positions(self, deleting: Sequence[tuple[int, Sequence[Any]]], key: str) -> str:
+        """A temporary view of the (file__, pos) pairs of position delete files, read as
+        the plain files they are (Iceberg writes them in the table's delete format):
+        ``file__`` is ``key`` of the position's ``file_path`` (``_file_keys``). For several
+        commits, with ``ord__``: the first of them (by ordinal) that names each position."""
         by_commit = len(deleting) > 1
-        path = "xxhash64(file_path) AS file_hash__" if hashed else "file_path"
-        path_key = "file_hash__" if hashed else "file_path"
         frame = None
         for ordinal, deletes in deleting:
             by_format: dict[str, list[str]] = {}
@@ -599,20 +595,21 @@ class _Staging:
                 # The schema given: no footer is read to infer it (one per file, at planning).
                 part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(paths)
                 ords = [f"{ordinal} AS ord__"] if by_commit else []
-                part = part.selectExpr(path, "pos", *ords)
+                part = part.selectExpr(f"{key} AS file__", "pos", *ords)
                 frame = part if frame is None else frame.unionByName(part)
         assert frame is not None
         if by_commit:
-            frame = frame.groupBy(path_key, "pos").agg({"ord__": "min"})
+            frame = frame.groupBy("file__", "pos").agg({"ord__": "min"})
             frame = frame.withColumnRenamed("min(ord__)", "ord__")
         view = f"__fr_cap_{self.tag}_{len(self.views)}"
         frame.createOrReplaceTempView(view)
         self.views.append(view)
         return view
 
-    def _position_match(self, paths: set[str]) -> tuple[bool, str]:
-        """Whether the delete positions are keyed by their file's path hash, and the join
-        condition of the rows of the data files at ``paths`` (``b__``) with them (``c__``).
+    def _file_keys(self, paths: set[str]) -> tuple[str, str]:
+        """What names a data file where a delete position (its ``file_path``) meets the
+        rows of the data files at ``paths`` (``b__``, their ``_file``): the two
+        expressions, of the position and of the row.
 
         A position names its data file by path, a hundred bytes or so, and a file-scoped
         delete file repeats its file's earlier positions (on a master not compacted for a
@@ -620,13 +617,9 @@ class _Staging:
         instead, when the hashes of ``paths`` are distinct (else by path). A 100M-row
         merge-on-read master with a long history, 100,000 changes: captures took 4.6-5.0 s,
         against 6.0-7.0 s by path (rounds alternating in one process, 2026-11-29)."""
-        hashed = self._hashes_distinct(paths)
-        on = "xxhash64(b__._file) = c__.file_hash__" if hashed else "b__._file = c__.file_path"
-        return hashed, f"{on} AND b__._pos = c__.pos"
-
-    def _hashes_distinct(self, paths: set[str]) -> bool:
-        """Whether the data files at ``paths`` have distinct path hashes (``path_hash``)."""
-        return len({path_hash(self.t.h, p) for p in paths}) == len(paths)
+        if len({path_hash(self.t.h, p) for p in paths}) == len(paths):
+            return "xxhash64(file_path)", "xxhash64(b__._file)"
+        return "file_path", "b__._file"
 
     def _referenced(self, delete: Any, snapshot_id: int) -> set[str]:
         """The data files a delete file points into."""
