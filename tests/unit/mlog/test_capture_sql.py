@@ -105,6 +105,25 @@ def test_a_merge_on_read_capture_of_few_changed_rows_pairs_them_in_one_task(
     assert "REPARTITION" not in sql and "FROM net GROUP BY ord__, `k`" in sql
 
 
+def test_positions_a_delete_file_carries_over_are_not_counted_as_changed() -> None:
+    # A file-scoped delete file repeats its data file's earlier positions and replaces the
+    # delete file that held them: added 52,500 positions, 50,000 of them removed with it.
+    carried = {
+        "total-records": "10050000",
+        "added-position-deletes": "52500",
+        "removed-position-deletes": "50000",
+    }
+    reads = _merge_on_read([{**carried, "added-records": "5000"}, carried])
+    assert reads.changed_rows == 5000 + 2500 + 2500
+    sql = capture_statement(
+        _config(Flavour.TIMESTAMP, ("k",)), [Column("k", "bigint"), Column("v", "int")], reads, 0
+    )
+    assert "FROM (SELECT /*+ REPARTITION(1) */ * FROM net)" in sql
+    # Never a negative count, whatever a writer records.
+    merged = {**carried, "removed-position-deletes": "60000"}
+    assert _merge_on_read([merged]).changed_rows == 0
+
+
 def test_rows_carried_over_are_not_counted_as_changed() -> None:
     # Copy-on-write: a rewritten file's rows are read whole, however few changed.
     reads = CaptureReads(
