@@ -351,6 +351,44 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
 
 
 @pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "one_read"])
+def test_delete_files_beyond_sparks_listing_threshold_are_read_without_a_listing_job(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, chunked: bool
+) -> None:
+    """A merge-on-read commit that deletes from more data files than Spark lists without a
+    job (its ``parallelPartitionDiscovery.threshold``, lowered here to 2 from 32) has as
+    many delete files; the Java path reads local ones in groups below the threshold, so
+    Spark lists them on the driver instead of with a job of its own ("one_read": all in
+    one read, one job more). The log is the same."""
+    env, table = merge_on_read_master(spark, f"listing_{chunked}", "java")
+    for k in range(1, 6):  # five data files of two rows
+        spark.sql(
+            f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
+            f"({k}, {10 * k}), ({k + 100}, 0)"
+        )
+    mlog.create_mview_log(env, table)
+    spark.sql(f"DELETE FROM {table} WHERE k < 100")
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(threshold)
+    spark.conf.set(threshold, "2")
+    if not chunked:
+        monkeypatch.setattr(jvm_tables, "listing_chunks", lambda paths, _: [list(paths)])
+    last_job = job_counter(spark)
+    try:
+        job = last_job()
+        capture.capture(env, TableName.parse(table))
+        jobs = last_job() - job
+    finally:
+        spark.conf.set(threshold, before)
+    deletes = spark.sql(
+        f"SELECT summary['added-delete-files'] FROM {table}.snapshots WHERE operation <> 'append'"
+    ).collect()
+    assert [r[0] for r in deletes] == ["5"]
+    assert logged_changes(spark, table) == [(k, 10 * k, "D", "O") for k in range(1, 6)]
+    assert jobs == (3 if chunked else 4), jobs
+
+
+@pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("keys", ["hashed", "by_path"])
 def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
     spark: Any, monkeypatch: pytest.MonkeyPatch, keys: str

@@ -43,6 +43,7 @@ SPLIT_SIZE = 32 * 1024 * 1024
 _FILE_PATH_FIELD = 2147483546  # Iceberg's reserved field id of a position delete's file_path
 # The columns of a position delete file that say which row it deletes.
 _POSITIONS = "file_path STRING, pos BIGINT"
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 XXHASH64_SEED = 42  # the seed of Spark's xxhash64()
 _SPARK_TYPES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 # A table's columns by (table uuid, schema id): a schema id never changes its columns, so
@@ -385,6 +386,23 @@ def path_hash(h: _Handles, path: str) -> int:
     return int(h.xxhash64.hashUTF8String(h.utf8_string.fromString(path), XXHASH64_SEED))
 
 
+def listing_chunks(paths: Sequence[str], threshold: int) -> list[list[str]]:
+    """``paths`` in the reads a read of files should make: local files in groups of at
+    most ``threshold`` (Spark lists more paths than that with a Spark job, where a local
+    listing takes microseconds a file: 0.26-0.29 s a job for 50 delete files, on a
+    master whose commits delete from that many data files), any other storage in one
+    read (there Spark's parallel listing is what saves time).
+
+    >>> listing_chunks(["file:/w/a", "/w/b", "file:/w/c"], 2)
+    [['file:/w/a', '/w/b'], ['file:/w/c']]
+    >>> listing_chunks(["s3://b/a", "file:/w/b", "file:/w/c"], 2)
+    [['s3://b/a', 'file:/w/b', 'file:/w/c']]
+    """
+    if not all(p.startswith(("file:", "/")) for p in paths):
+        return [list(paths)]
+    return [list(paths[i : i + threshold]) for i in range(0, len(paths), threshold)]
+
+
 def _total_records(snapshot: Any) -> int | None:
     """The rows of a table at ``snapshot`` from its summary (0 without one; None: the
     writer kept no count)."""
@@ -592,11 +610,12 @@ class _Staging:
                     str(d.location())
                 )
             for file_format, paths in sorted(by_format.items()):
-                # The schema given: no footer is read to infer it (one per file, at planning).
-                part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(paths)
-                ords = [f"{ordinal} AS ord__"] if by_commit else []
-                part = part.selectExpr(f"{key} AS file__", "pos", *ords)
-                frame = part if frame is None else frame.unionByName(part)
+                for chunk in listing_chunks(paths, self._listing_threshold()):
+                    # The schema given: no footer is read to infer it (one per file).
+                    part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(chunk)
+                    ords = [f"{ordinal} AS ord__"] if by_commit else []
+                    part = part.selectExpr(f"{key} AS file__", "pos", *ords)
+                    frame = part if frame is None else frame.unionByName(part)
         assert frame is not None
         if by_commit:
             frame = frame.groupBy("file__", "pos").agg({"ord__": "min"})
@@ -605,6 +624,12 @@ class _Staging:
         frame.createOrReplaceTempView(view)
         self.views.append(view)
         return view
+
+    def _listing_threshold(self) -> int:
+        """Spark's ``parallelPartitionDiscovery.threshold`` in this session: above that
+        many paths, a read lists them with a Spark job of its own."""
+        value = str(self.t.spark.conf.get(_LISTING_THRESHOLD, "32"))
+        return int(value) if value.isdigit() and int(value) > 0 else 32
 
     def _file_keys(self, paths: set[str]) -> tuple[str, str]:
         """What names a data file where a delete position (its ``file_path``) meets the
