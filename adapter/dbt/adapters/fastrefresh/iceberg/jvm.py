@@ -602,18 +602,19 @@ class _Staging:
         ``file__`` is ``key`` of the position's ``file_path`` (``_file_keys``). For several
         commits, with ``ord__``: the first of them (by ordinal) that names each position."""
         by_commit = len(deleting) > 1
+        threshold = self._listing_threshold()
         frame = None
         for ordinal, deletes in deleting:
+            ords = [f"{ordinal} AS ord__"] if by_commit else []
             by_format: dict[str, list[str]] = {}
             for d in deletes:
                 by_format.setdefault(str(d.format().toString()).lower(), []).append(
                     str(d.location())
                 )
             for file_format, paths in sorted(by_format.items()):
-                for chunk in listing_chunks(paths, self._listing_threshold()):
+                for chunk in listing_chunks(paths, threshold):
                     # The schema given: no footer is read to infer it (one per file).
                     part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(chunk)
-                    ords = [f"{ordinal} AS ord__"] if by_commit else []
                     part = part.selectExpr(f"{key} AS file__", "pos", *ords)
                     frame = part if frame is None else frame.unionByName(part)
         assert frame is not None
