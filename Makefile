@@ -65,8 +65,12 @@ CLUSTER_TESTS ?= tests/cluster tests/functional/test_oracle.py \
   tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py
 # (The oracle's deterministic run, every change kind over every view, stays on the default
 # suite: on the cluster it would add a quarter of an hour and nothing the random runs do not.)
+# Two pytest workers, each with its own cluster (a driver, a master, two workers and their
+# executors: five JVMs a worker; the machine used 7 of its 24 GiB). Measured on 2 cores,
+# 2026-11-30, on a machine that ran `make test` in 1,761 s: 947 s, against 1,140 s in one
+# process the session before, on a machine as slow (499 s on 2026-11-29's faster one).
 test-cluster: check-java $(STAMP)
-	FASTREFRESH_TEST_CLUSTER=standalone $(BIN)/pytest -m "not slow" -p no:xdist $(PYTEST_ARGS) \
+	FASTREFRESH_TEST_CLUSTER=standalone $(BIN)/pytest -m "not slow" $(XDIST) $(PYTEST_ARGS) \
 	  -k "not every_change_kind" $(CLUSTER_TESTS)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
@@ -101,13 +105,16 @@ postgres-deps:
 # server the tests start (Debian's postgresql and libpostgresql-jdbc-java, installed by
 # postgres-deps). The multi-process tests (tests/shared), then the seed traces, the
 # materialization, threads, dbt-basics, view-model and added-column tests with the
-# session's catalog on that server, leases on (about 22 minutes, measured 2026-11-28).
+# session's catalog on that server, leases on (about 22 minutes with both in one process,
+# measured 2026-11-28). The latter runs in two pytest workers, each with its own PostgreSQL
+# server and warehouse: 778 s against 1,038 s in one process (2 cores, 2026-11-30, on a
+# machine twice as slow as 11-28's).
 SHARED_TESTS ?= tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py \
   tests/functional/test_concurrency.py tests/functional/test_dbt_basics.py \
   tests/functional/test_view_models.py tests/functional/test_added_columns.py
 test-shared: check-java postgres-deps $(STAMP)
 	$(BIN)/pytest -m shared -p no:xdist $(PYTEST_ARGS) tests/shared
-	FASTREFRESH_TEST_CATALOG=jdbc $(BIN)/pytest -m "not slow" -p no:xdist $(PYTEST_ARGS) $(SHARED_TESTS)
+	FASTREFRESH_TEST_CATALOG=jdbc $(BIN)/pytest -m "not slow" $(XDIST) $(PYTEST_ARGS) $(SHARED_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check adapter tests examples benchmarks scripts

@@ -183,6 +183,6 @@ def expected_seconds(nodeid: str) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Only in an xdist worker (the workers' collections are what the scheduler deals out):
-    # a single process (`make test-cluster`, `XDIST=`) keeps the collection's order.
+    # a single process (`XDIST=`) keeps the collection's order.
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=lambda item: -expected_seconds(item.nodeid))
