@@ -154,6 +154,16 @@ class SqlTables:
 
     def _load(self, name: TableName, *, fresh: bool) -> TableMeta | None:
         known = self._properties.get(name) if self._memo is not None else None
+        if fresh and known is None:
+            # Another writer may have committed since this session cached the table: its
+            # catalog answers DESCRIBE from the cache too, so the columns are read after
+            # the refresh, with the snapshot (a column added meanwhile is not missed).
+            try:
+                self.x.execute(f"REFRESH TABLE {name.sql}")
+            except Exception as exc:
+                if mt.is_missing(exc):
+                    return None
+                raise
         described = mt.describe(self.x, name)
         if described is None:
             return None
@@ -169,9 +179,6 @@ class SqlTables:
             return TableMeta(name, False, provider, tuple(columns), None, {})
         if known is not None:  # read in this ``reading`` block: its columns were missing
             return _iceberg_meta(name, tuple(columns), known)
-        if fresh:
-            # Another writer may have committed since this session cached the table.
-            self.x.execute(f"REFRESH TABLE {name.sql}")
         properties = {str(k): str(v) for k, v in self.x.query(f"SHOW TBLPROPERTIES {name.sql}")}
         return _iceberg_meta(name, tuple(columns), properties)
 

@@ -1,0 +1,56 @@
+"""A master changed by another Spark session than the refresh's.
+
+Each Spark session has its own Iceberg catalog, which caches the tables it loaded: until
+something refreshes it, a session answers `DESCRIBE` with the columns the table had when
+it was cached, while `REFRESH TABLE` and a fresh load see the newest commit. Another dbt
+process (or a loader) on the same catalog is such a session. A refresh that read the
+master's columns from the cache and its snapshot fresh took a schema change for none:
+a view of `*` refreshed fast without the column added, unlike its query.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import env_for, refresh_and_check
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_column_added_by_another_session_is_seen_by_the_next_refresh(
+    spark: Any, path: str
+) -> None:
+    s = f"other_session_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (k BIGINT NOT NULL, g STRING, x INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {s}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 'a', 1), (2, 'b', 2)")
+    env = env_for(spark, f"{s}_registry", path)
+    mlog.create_mview_log(env, f"{s}.m")
+    star, total = TableName(s, "star"), TableName(s, "total")
+    star_sql = f"SELECT * FROM {s}.m"
+    total_sql = f"SELECT g, sum(x) AS sx, count(*) AS n FROM {s}.m GROUP BY g"
+    refresh_and_check(spark, env, star, star_sql, exists=False, expect="COMPLETE")
+    refresh_and_check(spark, env, total, total_sql, exists=False, expect="COMPLETE")
+    spark.sql(f"INSERT INTO {s}.m VALUES (3, 'a', 3)")
+    refresh_and_check(spark, env, star, star_sql, exists=True, expect="FAST")
+
+    # The other session: its own catalog, as another process on the same metastore.
+    other = spark.newSession()
+    other.sql(f"ALTER TABLE {s}.m ADD COLUMN y INT")
+    other.sql(f"INSERT INTO {s}.m VALUES (4, 'b', 4, 40)")
+    assert [c.name for c in spark.table(f"{s}.m").schema] == ["k", "g", "x"]  # still cached
+
+    result = refresh_and_check(spark, env, star, star_sql, exists=True, expect="COMPLETE")
+    assert result.reason is not None
+    assert result.reason.code is ReasonCode.MASTER_COLUMNS_CHANGED, result.reason
+    assert "new column(s) y" in result.reason.detail
+    # A view that reads neither new column refreshes fast, the other session's row in it.
+    refresh_and_check(spark, env, total, total_sql, exists=True, expect="FAST")
+    assert sorted(spark.sql(f"SELECT k, y FROM {star.sql}").collect()) == [
+        (1, None), (2, None), (3, None), (4, 40)
+    ]  # fmt: skip
