@@ -3,21 +3,28 @@
 Each Spark session has its own Iceberg catalog, which caches the tables it loaded: until
 something refreshes it, a session answers `DESCRIBE` with the columns the table had when
 it was cached, while `REFRESH TABLE` and a fresh load see the newest commit. Another dbt
-process (or a loader) on the same catalog is such a session. A refresh that read the
+process (or a loader) on the same catalog is such a session, and so is each of dbt's
+connections to a Thrift server (one server session per connection). A refresh that read the
 master's columns from the cache and its snapshot fresh took a schema change for none:
-a view of `*` refreshed fast without the column added, unlike its query.
+a view of `*` refreshed fast without the column added, unlike its query. A lease read
+from the cache (SQL path, shared catalog) missed another session's swap, and the MERGE
+built on it failed Iceberg's validation, a second lost before the lease was read again.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
 
+from dbt.adapters.fastrefresh.iceberg.leases import SqlLeaseStore
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
+from dbt.adapters.fastrefresh.runtime.leases import Lease
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import env_for, refresh_and_check
+from tests.functional.sites import SHARED, env_for, refresh_and_check
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])
@@ -43,7 +50,10 @@ def test_a_column_added_by_another_session_is_seen_by_the_next_refresh(
     other = spark.newSession()
     other.sql(f"ALTER TABLE {s}.m ADD COLUMN y INT")
     other.sql(f"INSERT INTO {s}.m VALUES (4, 'b', 4, 40)")
-    assert [c.name for c in spark.table(f"{s}.m").schema] == ["k", "g", "x"]  # still cached
+    # This session's catalog still has the table as it cached it (a shared catalog's, whose
+    # cache is off, has the new column already).
+    cached = [c.name for c in spark.table(f"{s}.m").schema]
+    assert cached == (["k", "g", "x", "y"] if SHARED else ["k", "g", "x"])
 
     result = refresh_and_check(spark, env, star, star_sql, exists=True, expect="COMPLETE")
     assert result.reason is not None
@@ -54,3 +64,27 @@ def test_a_column_added_by_another_session_is_seen_by_the_next_refresh(
     assert sorted(spark.sql(f"SELECT k, y FROM {star.sql}").collect()) == [
         (1, None), (2, None), (3, None), (4, 40)
     ]  # fmt: skip
+
+
+def test_a_lease_freed_by_another_session_is_taken_by_the_first_merge(spark: Any) -> None:
+    name = "log:other_session_leases.mlog__m"
+    mine, theirs = (
+        SqlLeaseStore(SparkExecutor(session), "other_session_leases")
+        for session in (spark, spark.newSession())
+    )
+    at = dt.datetime(2026, 1, 1)
+
+    def lease(holder: str) -> Lease:
+        return Lease(name, holder, "h", 1, at, at + dt.timedelta(seconds=60), "test")
+
+    assert mine.read([name])[1] == {}  # this session has the table cached now
+    version, _ = theirs.read([name])
+    assert theirs.swap(version, [name], {name: lease("theirs")})
+    version, found = theirs.read([name])
+    assert found == {name: lease("theirs")}
+    assert theirs.swap(version, [name], {})  # given back
+    version, found = mine.read([name])
+    assert found == {}
+    # Read as the table is, not as this session cached it: no lost race.
+    assert mine.swap(version, [name], {name: lease("mine")})
+    assert mine.read([name])[1] == {name: lease("mine")}

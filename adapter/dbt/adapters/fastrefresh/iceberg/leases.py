@@ -9,9 +9,10 @@ same rows, like the rest of the protocol:
   validated against every commit since the version read (``validateFromSnapshot``
   with conflict detection on those names): Iceberg's optimistic concurrency makes the
   swap all or nothing, whichever process commits first. About 0.1-0.3 s.
-- **SQL**: a ``MERGE`` whose clauses only fire where the rows are still as read, under
-  Iceberg's serializable isolation (a concurrent change to the table fails the later
-  MERGE), then the rows read back to see whether the swap took. About 1-2 s, paid only
+- **SQL**: the rows read after a ``REFRESH TABLE`` (the session's catalog may have cached
+  the table before another session's swap), a ``MERGE`` whose clauses only fire where the
+  rows are still as read, under Iceberg's serializable isolation (a concurrent change to
+  the table fails the later MERGE), then the rows read back to see whether the swap took. About 1-2 s, paid only
   on a shared catalog reached over thrift, http or odbc.
 
 Every ``EXPIRE_EVERY`` swaps of this process, the table's old snapshots are expired, as
@@ -106,11 +107,19 @@ class SqlLeaseStore:
 
     def read(self, names: Sequence[str]) -> tuple[Any, dict[str, Lease]]:
         ensure_table(self.x, self.table)
+        # The session's catalog may hold the table as it was when this session last used
+        # it: another session's swap since (another process, or another of dbt's
+        # connections to a Thrift server) would go unseen, and the MERGE built on that
+        # read would fail Iceberg's validation, a second or so lost, before a read again.
+        self.x.execute(f"REFRESH TABLE {self.table.sql}")
+        found = self._rows(names)
+        return found, found
+
+    def _rows(self, names: Sequence[str]) -> dict[str, Lease]:
         rows = self.x.query(
             f"SELECT {', '.join(_FIELDS)} FROM {self.table.sql} WHERE name IN ({_names_in(names)})"
         )
-        found = {str(r[0]): _lease(dict(zip(_FIELDS, r, strict=True))) for r in rows}
-        return found, found
+        return {str(r[0]): _lease(dict(zip(_FIELDS, r, strict=True))) for r in rows}
 
     def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
         expected: Mapping[str, Lease] = version
@@ -135,7 +144,7 @@ class SqlLeaseStore:
         self.swaps += 1
         if self.swaps % EXPIRE_EVERY == 0:
             self._expire()
-        _, now = self.read(names)
+        now = self._rows(names)  # this session's own commit: no refresh needed to see it
         return all(_same(now.get(n), new.get(n)) for n in names)
 
     def _expire(self) -> None:
