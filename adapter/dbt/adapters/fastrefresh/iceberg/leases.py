@@ -12,8 +12,8 @@ same rows, like the rest of the protocol:
 - **SQL**: the rows read after a ``REFRESH TABLE`` (the session's catalog may have cached
   the table before another session's swap), a ``MERGE`` whose clauses only fire where the
   rows are still as read, under Iceberg's serializable isolation (a concurrent change to
-  the table fails the later MERGE), then the rows read back to see whether the swap took. About 1-2 s, paid only
-  on a shared catalog reached over thrift, http or odbc.
+  the table fails the later MERGE), then the rows read back to see whether the swap
+  took. About 1-2 s, paid only on a shared catalog reached over thrift, http or odbc.
 
 Every ``EXPIRE_EVERY`` swaps of this process, the table's old snapshots are expired, as
 for the logs: each swap is a commit.
