@@ -14,6 +14,7 @@ built on it failed Iceberg's validation, a second lost before the lease was read
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from typing import Any
 
 import pytest
@@ -88,3 +89,27 @@ def test_a_lease_freed_by_another_session_is_taken_by_the_first_merge(spark: Any
     # Read as the table is, not as this session cached it: no lost race.
     assert mine.swap(version, [name], {name: lease("mine")})
     assert mine.read([name])[1] == {name: lease("mine")}
+
+
+def test_this_processes_lease_swaps_take_turns(spark: Any) -> None:
+    """Two threads (a refresh and the renewing heartbeat, or two of dbt's threads) swap
+    leases of different names on the SQL path: none of their MERGEs fails another's."""
+    at = dt.datetime(2026, 1, 1)
+    lost: list[str] = []
+
+    def swaps(name: str) -> None:
+        store = SqlLeaseStore(SparkExecutor(spark), "other_session_turns")
+        lease = Lease(name, "me", "h", 1, at, at + dt.timedelta(seconds=60), "test")
+        for _ in range(3):
+            for new in ({name: lease}, {}):  # taken, given back
+                version, _ = store.read([name])
+                if not store.swap(version, [name], new):
+                    lost.append(name)
+
+    SqlLeaseStore(SparkExecutor(spark), "other_session_turns").read(["log:a"])  # the table
+    threads = [threading.Thread(target=swaps, args=(f"log:{n}",)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert lost == []

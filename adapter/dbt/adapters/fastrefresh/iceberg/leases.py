@@ -14,6 +14,8 @@ same rows, like the rest of the protocol:
   rows are still as read, under Iceberg's serializable isolation (a concurrent change to
   the table fails the later MERGE), then the rows read back to see whether the swap
   took. About 1-2 s, paid only on a shared catalog reached over thrift, http or odbc.
+  Since any commit to the table fails a MERGE planned before it, this process's reads
+  and MERGEs of the table take turns (its threads would otherwise fail each other's).
 
 Every ``EXPIRE_EVERY`` swaps of this process, the table's old snapshots are expired, as
 for the logs: each swap is a commit.
@@ -52,6 +54,8 @@ _FIELDS = ("name", "holder", "host", "pid", "acquired", "expires", "purpose")
 CONFLICTS = ("ValidationException", "CommitFailedException", "has been concurrently modified")
 _created: set[str] = set()
 _created_lock = threading.Lock()
+# Per leases table, this process's turn to read or swap (``SqlLeaseStore._turn``).
+_merging: dict[str, threading.Lock] = {}
 
 
 def leases_table(registry: str) -> TableName:
@@ -111,9 +115,17 @@ class SqlLeaseStore:
         # it: another session's swap since (another process, or another of dbt's
         # connections to a Thrift server) would go unseen, and the MERGE built on that
         # read would fail Iceberg's validation, a second or so lost, before a read again.
-        self.x.execute(f"REFRESH TABLE {self.table.sql}")
-        found = self._rows(names)
+        with self._turn():
+            self.x.execute(f"REFRESH TABLE {self.table.sql}")
+            found = self._rows(names)
         return found, found
+
+    def _turn(self) -> threading.Lock:
+        """This process's turn on the leases table: a refresh of the table by one thread
+        while another's MERGE runs leaves the session's catalog a table object that the
+        commit does not update, and the next MERGE planned on it fails validation."""
+        with _created_lock:
+            return _merging.setdefault(str(self.table), threading.Lock())
 
     def _rows(self, names: Sequence[str]) -> dict[str, Lease]:
         rows = self.x.query(
@@ -135,16 +147,22 @@ class SqlLeaseStore:
             "(name, holder, host, pid, acquired, expires, purpose) VALUES (s.name, s.holder, "
             "s.host, s.pid, s.acquired, s.expires, s.purpose)"
         )
-        try:
-            self.x.execute(statement)
-        except Exception as exc:  # another change came first: read again
-            if lost_to_a_racer(exc):
-                return False
-            raise
-        self.swaps += 1
-        if self.swaps % EXPIRE_EVERY == 0:
-            self._expire()
-        now = self._rows(names)  # this session's own commit: no refresh needed to see it
+        # Under serializable isolation any commit to the table fails a MERGE planned before
+        # it, whatever lease it names: this process's threads (a renewal, another
+        # thread's refresh) would fail each other's. Their reads and MERGEs take turns;
+        # another process's can still come first.
+        with self._turn():
+            try:
+                self.x.execute(statement)
+            except Exception as exc:  # another change came first: read again
+                if lost_to_a_racer(exc):
+                    return False
+                raise
+            self.swaps += 1
+            if self.swaps % EXPIRE_EVERY == 0:
+                self._expire()
+            # This session's own commit: no refresh needed to see it.
+            now = self._rows(names)
         return all(_same(now.get(n), new.get(n)) for n in names)
 
     def _expire(self) -> None:
