@@ -55,7 +55,7 @@ CONFLICTS = ("ValidationException", "CommitFailedException", "has been concurren
 _created: set[str] = set()
 _created_lock = threading.Lock()
 # Per leases table, this process's turn to read or swap (``SqlLeaseStore._turn``).
-_merging: dict[str, threading.Lock] = {}
+_turns: dict[str, threading.Lock] = {}
 
 
 def leases_table(registry: str) -> TableName:
@@ -125,7 +125,7 @@ class SqlLeaseStore:
         while another's MERGE runs leaves the session's catalog a table object that the
         commit does not update, and the next MERGE planned on it fails validation."""
         with _created_lock:
-            return _merging.setdefault(str(self.table), threading.Lock())
+            return _turns.setdefault(str(self.table), threading.Lock())
 
     def _rows(self, names: Sequence[str]) -> dict[str, Lease]:
         rows = self.x.query(
