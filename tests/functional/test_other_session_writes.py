@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.iceberg.leases import SqlLeaseStore
+from dbt.adapters.fastrefresh.mlog.ddl import drop_mview_log
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
 from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
 from dbt.adapters.fastrefresh.runtime.leases import Lease
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import SHARED, keyed_master_with_log, refresh_and_check
+from tests.functional.sites import SHARED, env_for, keyed_master_with_log, refresh_and_check
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])
@@ -59,6 +61,38 @@ def test_a_column_added_by_another_session_is_seen_by_the_next_refresh(
     assert sorted(spark.sql(f"SELECT k, y FROM {star.sql}").collect()) == [
         (0, None), (1, None), (2, None), (3, 40)
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_master_another_session_made_a_fast_refresh_view_is_read_as_that_view(
+    spark: Any, path: str
+) -> None:
+    """This session's catalog has the master cached as an Iceberg table; another session
+    (another dbt process) then switches that model to fast_refresh: its name is now a view
+    over a storage table. The Java path tells a table from a view by the cached table's
+    refresh, which now fails: the next refresh reads the view's storage table."""
+    s = f"other_session_switch_{path}"
+    env = keyed_master_with_log(spark, s, rows=4, groups=2, path=path)
+    total = TableName(s, "total")
+    total_sql = f"SELECT g, sum(x) AS sx, count(*) AS n FROM {s}.m GROUP BY g"
+    refresh_and_check(spark, env, total, total_sql, exists=False, expect="COMPLETE")
+    spark.sql(f"INSERT INTO {s}.m VALUES (4, 0, 5)")
+    refresh_and_check(spark, env, total, total_sql, exists=True, expect="FAST")
+
+    other = spark.newSession()
+    other.sql(f"CREATE TABLE {s}.src USING iceberg AS SELECT k, g, x * 10 AS x FROM {s}.m")
+    other_env = env_for(other, f"{s}_registry", path)
+    drop_mview_log(other_env, f"{s}.m")
+    other.sql(f"DROP TABLE {s}.m")
+    refresh.refresh_view(
+        other_env, view=TableName(s, "m"), sql=f"SELECT k, g, x FROM {s}.src",
+        method="complete", exists=False,
+    )  # fmt: skip
+
+    result = refresh_and_check(spark, env, total, total_sql, exists=True, expect="COMPLETE")
+    assert result.reason is not None
+    assert result.reason.code is not ReasonCode.FIRST_BUILD, result.reason
+    assert sorted(spark.sql(f"SELECT g, sx FROM {total.sql}").collect()) == [(0, 70), (1, 20)]
 
 
 def _lease(name: str, holder: str) -> Lease:

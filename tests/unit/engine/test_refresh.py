@@ -211,7 +211,9 @@ def test_a_query_reads_the_fast_refresh_views_it_names_from_their_storage() -> N
         return views.get(name)
 
     env = types.SimpleNamespace(
-        tables=types.SimpleNamespace(load=stored.get, view_property=view_property)
+        tables=types.SimpleNamespace(
+            load=stored.get, view_property=view_property, iceberg_table=lambda name: None
+        )
     )
     sql = "select a.g, t.x from s.agg a join s.t t on a.g = t.g"
     assert resolve_views(env, sql) == (  # type: ignore[arg-type]
@@ -222,13 +224,47 @@ def test_a_query_reads_the_fast_refresh_views_it_names_from_their_storage() -> N
     assert resolve_views(env, "select g from s.old") == "select g from s.old"  # type: ignore[arg-type]
 
 
+def test_a_name_the_path_tells_is_an_iceberg_table_is_not_asked_for_as_a_view() -> None:
+    """Where the path tells an Iceberg table cheaply (the Java path), resolve_views asks no
+    view property of it and hands its fresh read to load_masters; a name it cannot tell
+    is asked as before."""
+    import types
+
+    from dbt.adapters.fastrefresh.engine.refresh import resolve_views
+
+    t = TableName("s", "t")
+    meta = TableMeta(t, True, "iceberg", (), 3, {})
+    asked: list[TableName] = []
+
+    def view_property(name: TableName, key: str) -> str | None:
+        asked.append(name)
+        return None
+
+    env = types.SimpleNamespace(
+        tables=types.SimpleNamespace(
+            load=lambda name: None,
+            view_property=view_property,
+            iceberg_table=lambda name: meta if name == t else None,
+        )
+    )
+    read: dict[TableName, TableMeta] = {}
+    sql = "select t.x from s.t t join s.u u on t.k = u.k"
+    assert resolve_views(env, sql, read) == sql  # type: ignore[arg-type]
+    assert asked == [TableName("s", "u")]
+    assert read == {t: meta}
+
+
 def test_qualify_becomes_a_filter_on_a_derived_table() -> None:
     import types
 
     from dbt.adapters.fastrefresh.engine.refresh import resolve_views
 
     env = types.SimpleNamespace(
-        tables=types.SimpleNamespace(load=lambda name: None, view_property=lambda name, key: None)
+        tables=types.SimpleNamespace(
+            load=lambda name: None,
+            view_property=lambda name, key: None,
+            iceberg_table=lambda name: None,
+        )
     )
     sql = "select k, g from s.t qualify row_number() over (partition by g order by k desc) = 1"
     assert resolve_views(env, sql) == (  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from dbt.adapters.fastrefresh.engine.refresh import (
     schema_hash,
 )
 from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
 from dbt.adapters.fastrefresh.ivm import sqlgen
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan, tables_of
 from dbt.adapters.fastrefresh.mlog.capture import capture
@@ -110,8 +111,9 @@ def explain(env: Env, target: str) -> str:
         assert record.config is not None
         sql = record.config.definition
     lines = [f"explain_mview {view or 'query'}:"]
-    sql = resolve_views(env, sql)
-    masters = load_masters(env, sql)
+    fresh: dict[TableName, TableMeta] = {}
+    sql = resolve_views(env, sql, fresh)
+    masters = load_masters(env, sql, read=fresh)
     known = {m.name for m in masters}
     for name in tables_of(sql):
         if name not in known:

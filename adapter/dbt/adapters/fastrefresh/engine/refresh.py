@@ -147,13 +147,17 @@ class ViewRecord:
         return self.view or self.meta.name
 
 
-def resolve_views(env: Env, sql: str) -> str:
+def resolve_views(env: Env, sql: str, found: dict[TableName, TableMeta] | None = None) -> str:
     """``sql`` reading each fast_refresh view it names as that view does, from its storage
     table (``(SELECT <its columns> FROM <storage>) <alias>``), so that the refresh sees
     the Iceberg table behind the view: its snapshots, its log, its time travel. The
     planner merges the derived table into the query; its hidden columns stay unseen. A
     ``QUALIFY`` becomes a filter on a derived table (Spark 3.5 has no ``QUALIFY``), so the
-    view's stored definition runs on Spark as it is."""
+    view's stored definition runs on Spark as it is.
+
+    ``found``: where to leave the Iceberg tables among the names, read fresh, when the
+    path told them from views that way (``Tables.iceberg_table``), for ``load_masters``.
+    """
     try:
         tree = sqlglot.parse_one(sql, read=DIALECT)
     except SqlglotError:
@@ -165,6 +169,11 @@ def resolve_views(env: Env, sql: str) -> str:
     for table in list(tree.find_all(exp.Table)):
         name = TableName(table.db.lower(), table.name.lower())
         if not table.db or view_of(name):
+            continue
+        iceberg = env.tables.iceberg_table(name)
+        if iceberg is not None:  # a table: no view of this name
+            if found is not None:
+                found[name] = iceberg
             continue
         # Only a model's own view stands for its storage table: a model rebuilt by
         # another materialization (a table or a view of its name) leaves its old storage
@@ -182,13 +191,19 @@ def resolve_views(env: Env, sql: str) -> str:
     return tree.sql(dialect=DIALECT) if swapped else sql
 
 
-def load_masters(env: Env, sql: str, *, log_columns: bool = True) -> list[MasterState]:
+def load_masters(
+    env: Env,
+    sql: str,
+    *,
+    log_columns: bool = True,
+    read: Mapping[TableName, TableMeta] | None = None,
+) -> list[MasterState]:
     """The Iceberg tables a view's query reads, read fresh, with their logs
     (``log_columns=False``: without the logs' own columns, for a reader of their state
-    alone; see ``load_log``)."""
+    alone; see ``load_log``). ``read``: tables ``resolve_views`` has just read fresh."""
     found = []
     for name in tables_of(sql):
-        meta = env.tables.load(name, fresh=True)
+        meta = (read or {}).get(name) or env.tables.load(name, fresh=True)
         if meta is None or not meta.iceberg:
             continue
         found.append(MasterState(meta, load_log(env, name, columns=log_columns, read=meta)))
@@ -403,7 +418,9 @@ def refresh_view(
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
     with env.holding([f"view:{view}"], purpose=f"refresh of {view}"):
-        refresh = _Refresh(env, view, resolve_views(env, sql), chosen, table or TableSpec())
+        read: dict[TableName, TableMeta] = {}
+        refresh = _Refresh(env, view, resolve_views(env, sql, read), chosen, table or TableSpec())
+        refresh.read = read
         refresh.on_schema_change = on_schema_change
         refresh.upstream = tuple(upstream)
         refresh.docs = docs
@@ -438,6 +455,8 @@ class _Refresh:
         self.previous_filled: tuple[str, ...] = ()
         # Why a fast refresh failed while applying (``_apply_or_rebuild``), for its journal.
         self.failed_because: Reason | None = None
+        # Masters ``resolve_views`` read fresh (``load_masters``).
+        self.read: dict[TableName, TableMeta] = {}
 
     def _with_log(self, master: MasterState, loaded: list[MasterState]) -> MasterState:
         """``master``, with the log created when it has none and is a dbt node the model
@@ -525,7 +544,7 @@ class _Refresh:
         return now
 
     def run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
-        loaded = load_masters(self.env, self.sql)
+        loaded = load_masters(self.env, self.sql, read=self.read)
         masters = [self._with_log(m, loaded) for m in loaded]
         logs = [m.log.log_table for m in masters if m.log is not None]
         # From its setup to its wrap-up, the logs this refresh works on are not dropped by

@@ -112,6 +112,8 @@ class _Handles:
         self.commit_properties = field.get(None)
         self.catalog: Any = None
         self.views_in_iceberg: bool | None = None
+        # Names last found not to be Iceberg tables (``JvmTables.iceberg_table``).
+        self.not_iceberg: set[TableName] = set()
         self.identifiers: dict[TableName, Any] = {}
         self.active = threading.local()
 
@@ -201,6 +203,40 @@ class JvmTables:
             raise
         if fresh:
             table.refresh()
+        self.h.not_iceberg.discard(name)
+        return self._meta(name, table)
+
+    def iceberg_table(self, name: TableName) -> TableMeta | None:
+        """The catalog's cached table, refreshed: one metastore call, where a view's
+        property costs one too (``view_property``), so an Iceberg master costs its refresh
+        alone. A name last found to be something else (a view, mostly) is not tried again:
+        for a view the catalog asks the metastore twice (Iceberg's catalog, then Spark's),
+        and ``view_property`` a third time. A cached table that another process has since
+        dropped or replaced with a view fails its refresh: it leaves the cache, and the
+        caller asks ``view_property``."""
+        if name in self.h.not_iceberg:
+            return None
+        try:
+            table = self.table(name)
+        except Exception as exc:  # as in ``load``
+            text = str(exc)
+            if "NoSuchTableException" in text or "TABLE_OR_VIEW_NOT_FOUND" in text:
+                return None
+            if "Method table([]) does not exist" in text or "not an Iceberg table" in text:
+                self.h.not_iceberg.add(name)
+                return None
+            raise
+        try:
+            table.refresh()
+        except Exception as exc:
+            text = str(exc)
+            if "NoSuch" not in text and "Not an iceberg table" not in text:
+                raise
+            self.h.catalog.invalidateTable(self._identifier(name))
+            return None
+        return self._meta(name, table)
+
+    def _meta(self, name: TableName, table: Any) -> TableMeta:
         current = table.currentSnapshot()
         properties = json.loads(self.h.json.writeValueAsString(table.properties()))
         schema = table.schema()

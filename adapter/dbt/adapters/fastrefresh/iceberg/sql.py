@@ -202,6 +202,12 @@ class SqlTables:
     def summary(self, values: Mapping[str, str]) -> Iterator[bool]:
         yield False
 
+    def iceberg_table(self, name: TableName) -> TableMeta | None:
+        """Never tells: a table's load starts with ``REFRESH TABLE`` (``_load``), a
+        statement a view of that name would not need, and which costs about what the
+        view's ``SHOW TBLPROPERTIES`` does."""
+        return None
+
     def view_property(self, name: TableName, key: str) -> str | None:
         try:
             rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql} ({literal(key)})")

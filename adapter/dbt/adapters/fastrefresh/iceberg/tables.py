@@ -302,6 +302,13 @@ class Tables(Protocol):
         """A property of the Spark view ``name`` (None: no such view, or no such property)."""
         ...
 
+    def iceberg_table(self, name: TableName) -> TableMeta | None:
+        """``name`` read fresh (as ``load(name, fresh=True)``) when this path can tell at
+        little cost that it is an Iceberg table, which no view of that name can then be;
+        None: it is something else, it is missing, or this path cannot tell cheaply
+        (the caller asks ``view_property``)."""
+        ...
+
     def snapshot_schema(
         self, name: TableName, snapshot: int, current: Sequence[mt.Column]
     ) -> mt.AtSnapshot | None:
