@@ -70,7 +70,8 @@ def test_a_master_another_session_made_a_fast_refresh_view_is_read_as_that_view(
     """This session's catalog has the master cached as an Iceberg table; another session
     (another dbt process) then switches that model to fast_refresh: its name is now a view
     over a storage table. The Java path tells a table from a view by the cached table's
-    refresh, which now fails: the next refresh reads the view's storage table."""
+    refresh, which now fails: the next refresh reads the view's storage table. Either
+    path's refresh rebuilds the view with the other session's rows."""
     s = f"other_session_switch_{path}"
     env = keyed_master_with_log(spark, s, rows=4, groups=2, path=path)
     total = TableName(s, "total")
@@ -91,7 +92,13 @@ def test_a_master_another_session_made_a_fast_refresh_view_is_read_as_that_view(
 
     result = refresh_and_check(spark, env, total, total_sql, exists=True, expect="COMPLETE")
     assert result.reason is not None
-    assert result.reason.code is not ReasonCode.FIRST_BUILD, result.reason
+    # The Java path read m as the model's view (the query now reads its storage table). The
+    # SQL path's SHOW TBLPROPERTIES was answered by this session's cached table (a shared
+    # catalog caches none), so it read m as a relation of other columns, this once (its
+    # REFRESH TABLE then dropped the cache).
+    cached = path == "sql" and not SHARED
+    expected = ReasonCode.MASTER_COLUMNS_CHANGED if cached else ReasonCode.DEFINITION_CHANGED
+    assert result.reason.code is expected, result.reason
     assert sorted(spark.sql(f"SELECT g, sx FROM {total.sql}").collect()) == [(0, 70), (1, 20)]
 
 
