@@ -154,6 +154,18 @@ def _iterate(iterable: Any) -> Iterator[Any]:
         yield it.next()
 
 
+def _load_failure(exc: Exception) -> str | None:
+    """Why the catalog could not give an Iceberg table (``JvmTables.table``): ``missing``,
+    ``not iceberg`` (a view or another kind of table), or None (another error). py4j wraps
+    Spark's exceptions; their text tells the cases apart."""
+    text = str(exc)
+    if "NoSuchTableException" in text or "TABLE_OR_VIEW_NOT_FOUND" in text:
+        return "missing"
+    if "Method table([]) does not exist" in text or "not an Iceberg table" in text:
+        return "not iceberg"
+    return None
+
+
 class JvmTables:
     """``Tables`` through Iceberg's Java API (see the module docstring)."""
 
@@ -194,12 +206,12 @@ class JvmTables:
     def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
         try:
             table = self.table(name)
-        except Exception as exc:  # py4j wraps Spark's exceptions; tell the cases apart
-            text = str(exc)
-            if "NoSuchTableException" in text or "TABLE_OR_VIEW_NOT_FOUND" in text:
+        except Exception as exc:
+            failure = _load_failure(exc)
+            if failure == "missing":
                 return None
-            if "Method table([]) does not exist" in text or "not an Iceberg table" in text:
-                return SqlTables(self.x).load(name, fresh=fresh)  # not Iceberg: rare
+            if failure == "not iceberg":
+                return SqlTables(self.x).load(name, fresh=fresh)  # rare
             raise
         if fresh:
             table.refresh()
@@ -218,14 +230,13 @@ class JvmTables:
             return None
         try:
             table = self.table(name)
-        except Exception as exc:  # as in ``load``
-            text = str(exc)
-            if "NoSuchTableException" in text or "TABLE_OR_VIEW_NOT_FOUND" in text:
-                return None
-            if "Method table([]) does not exist" in text or "not an Iceberg table" in text:
+        except Exception as exc:
+            failure = _load_failure(exc)
+            if failure is None:
+                raise
+            if failure == "not iceberg":
                 self.h.not_iceberg.add(name)
-                return None
-            raise
+            return None
         try:
             table.refresh()
         except Exception as exc:
