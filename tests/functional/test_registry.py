@@ -155,6 +155,65 @@ def test_the_sql_path_loads_in_two_statements_and_once_inside_reading(spark: Any
     assert plain is not None and not plain.iceberg and plain.provider == "parquet"
 
 
+def test_the_sql_path_tells_a_table_from_a_view_by_one_fresh_read(spark: Any) -> None:
+    """``iceberg_table`` on the SQL path: a table in three statements (its fresh load), a
+    view in two whose properties answer the view-property call after them, and the view's
+    name asked for its property at once the next time; a name that becomes a table is
+    taken as one again after its first fresh load. (On a JDBC catalog Iceberg's views do
+    not refresh: the view is asked for its property then, two statements too.)"""
+    s = "reg_tell"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.t (k BIGINT) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.t VALUES (1)")
+    spark.sql(
+        f"CREATE VIEW {s}.v TBLPROPERTIES ('fast_refresh.view-of'='abc') AS SELECT k FROM {s}.t"
+    )
+    t, v = TableName(s, "t"), TableName(s, "v")
+    key = "fast_refresh.view-of"
+    x = SparkExecutor(spark)
+    tables = SqlTables(x)
+    first = tables.iceberg_table(t)
+    assert first == tables.load(t, fresh=True)
+    assert first is not None and first.iceberg and first.current_snapshot is not None
+    assert x.statements[:3] == [f"REFRESH TABLE `{s}`.`t`", f"SHOW TBLPROPERTIES `{s}`.`t`",
+                                f"DESCRIBE TABLE EXTENDED `{s}`.`t`"]  # fmt: skip
+    before = len(x.statements)
+    assert tables.iceberg_table(v) is None
+    assert tables.view_property(v, key) == "abc"
+    assert x.statements[before:] == [f"REFRESH TABLE `{s}`.`v`", f"SHOW TBLPROPERTIES `{s}`.`v`"]
+    before = len(x.statements)
+    assert tables.iceberg_table(v) is None  # known not to be a table: no statement
+    assert tables.view_property(v, key) == "abc"
+    assert x.statements[before:] == [f"SHOW TBLPROPERTIES `{s}`.`v` ('{key}')"]
+    assert tables.iceberg_table(TableName(s, "absent")) is None
+    # The view replaced by a table: asked as a view first, then loaded, then a table again.
+    spark.sql(f"DROP VIEW {s}.v")
+    spark.sql(f"CREATE TABLE {s}.v (k BIGINT) USING iceberg")
+    fresh = SqlTables(x)
+    assert fresh.iceberg_table(v) is None and fresh.view_property(v, key) is None
+    loaded = fresh.load(v, fresh=True)
+    assert loaded is not None and loaded.iceberg
+    assert fresh.iceberg_table(v) == loaded
+
+    class CommitAfterShow(SparkExecutor):
+        """A commit to the table between its properties and its columns."""
+
+        def query(self, sql: str) -> list[tuple[Any, ...]]:
+            rows = super().query(sql)
+            if sql.startswith("SHOW TBLPROPERTIES") and len(self.statements) == 2:
+                spark.sql(f"INSERT INTO {s}.t VALUES (2)")
+            return rows
+
+    raced = CommitAfterShow(spark)
+    meta = SqlTables(raced).iceberg_table(t)  # the snapshot of the columns, or later
+    assert raced.statements == [f"REFRESH TABLE `{s}`.`t`", f"SHOW TBLPROPERTIES `{s}`.`t`",
+                                f"DESCRIBE TABLE EXTENDED `{s}`.`t`",
+                                f"SHOW TBLPROPERTIES `{s}`.`t`"]  # fmt: skip
+    now = SqlTables(x).load(t, fresh=True)
+    assert meta is not None and now is not None
+    assert meta.current_snapshot == now.current_snapshot != first.current_snapshot
+
+
 def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> None:
     """A refresh whose log holds every change of its master already (none, or captured by
     another view's refresh) takes the log as it first read it: no second load under the

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -76,6 +77,24 @@ def _iceberg_meta(
 
 # Each snapshot's columns, read once per process (``SqlTables.snapshot_schema``).
 _SNAPSHOT_COLUMNS: dict[tuple[TableName, int], tuple[mt.Column, ...]] = {}
+# Names last found not to be Iceberg tables (views, mostly), in this process
+# (``SqlTables.iceberg_table``). It only orders the lookups: no answer depends on it.
+_NOT_ICEBERG: set[TableName] = set()
+
+
+def _described_snapshot(info: Mapping[str, str]) -> str | None:
+    """The ``current-snapshot-id`` in ``DESCRIBE TABLE EXTENDED``'s table properties
+    (``[k=v,k=v]``; None: not there)."""
+    found = re.search(r"(?:^\[|,)current-snapshot-id=([^,\]]*)", info.get("Table Properties", ""))
+    return found.group(1) if found else None
+
+
+def _is_iceberg_table(properties: Mapping[str, str]) -> bool:
+    """Whether ``SHOW TBLPROPERTIES`` rows are an Iceberg table's (a view, Iceberg's or
+    Spark's, has no ``format``; an Iceberg view's ``table_type`` is ``ICEBERG-VIEW``)."""
+    return properties.get("format", "").lower().startswith("iceberg") and "VIEW" not in (
+        properties.get("table_type", "").upper()
+    )
 
 
 class SqlTables:
@@ -92,6 +111,9 @@ class SqlTables:
         self._memo: dict[TableName, TableMeta | None] | None = None
         self._properties: dict[TableName, dict[str, str]] = {}
         self._histories: dict[TableName, _SqlHistory] = {}
+        # The properties of names ``iceberg_table`` found not to be Iceberg tables, for
+        # the ``view_property`` call that follows it (taken once).
+        self._not_tables: dict[TableName, dict[str, str]] = {}
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
@@ -137,7 +159,7 @@ class SqlTables:
                 return None
             raise
         properties = {str(k): str(v) for k, v in rows}
-        if not properties.get("format", "").lower().startswith("iceberg"):
+        if not _is_iceberg_table(properties):
             # Not an Iceberg table (or a view): its kind and columns take the full load.
             return self.load(name, fresh=False)
         if self._memo is not None:
@@ -177,6 +199,7 @@ class SqlTables:
         )
         if not iceberg:
             return TableMeta(name, False, provider, tuple(columns), None, {})
+        _NOT_ICEBERG.discard(name)
         if known is not None:  # read in this ``reading`` block: its columns were missing
             return _iceberg_meta(name, tuple(columns), known)
         properties = {str(k): str(v) for k, v in self.x.query(f"SHOW TBLPROPERTIES {name.sql}")}
@@ -203,12 +226,59 @@ class SqlTables:
         yield False
 
     def iceberg_table(self, name: TableName) -> TableMeta | None:
-        """Never tells: a table's load starts with ``REFRESH TABLE`` (``_load``), a
-        statement a view of that name would not need, and which costs about what the
-        view's ``SHOW TBLPROPERTIES`` does."""
-        return None
+        """``REFRESH TABLE``, then ``SHOW TBLPROPERTIES``, which tell an Iceberg table
+        from a view; a table's columns then (``DESCRIBE``): three statements, where asking
+        for the view property first and then loading the table fresh took four. A view's
+        properties answer the ``view_property`` call that follows, and its name goes to
+        ``view_property`` at once the next time (one statement, as before). The refresh
+        also drops this session's cached copy of a table that another session has since
+        replaced with a view, so that the view is read as one."""
+        if name in _NOT_ICEBERG:
+            return None
+        try:
+            self.x.execute(f"REFRESH TABLE {name.sql}")
+        except Exception as exc:
+            if not mt.is_missing(exc):
+                # Not every catalog refreshes a view ("No plan for RefreshTable": Iceberg's
+                # views in a JDBC catalog): this path cannot tell. ``view_property`` is
+                # asked, and a table's own fresh load would fail as this did.
+                _NOT_ICEBERG.add(name)
+            return None
+        try:
+            rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql}")
+        except Exception as exc:
+            if mt.is_missing(exc):
+                return None
+            raise
+        properties = {str(k): str(v) for k, v in rows}
+        if not _is_iceberg_table(properties):
+            _NOT_ICEBERG.add(name)
+            self._not_tables[name] = properties
+            return None
+        described = mt.describe(self.x, name)
+        if described is None:  # dropped since
+            return None
+        columns, info = described
+        if _described_snapshot(info) != properties.get("current-snapshot-id"):
+            # A commit came between the two reads (on a catalog that caches no table):
+            # the properties again, after the columns, in a load's order, so that the
+            # columns are never of a later snapshot than the one read.
+            try:
+                rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql}")
+            except Exception as exc:
+                if mt.is_missing(exc):
+                    return None
+                raise
+            properties = {str(k): str(v) for k, v in rows}
+        meta = _iceberg_meta(name, tuple(columns), properties)
+        if self._memo is not None:
+            self._memo[name] = meta
+        return meta
 
     def view_property(self, name: TableName, key: str) -> str | None:
+        known = self._not_tables.pop(name, None)
+        if known is not None:  # just read by ``iceberg_table``
+            return known.get(key)
         try:
             rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql} ({literal(key)})")
         except Exception as exc:  # a missing view is an error of Spark's, not ours
