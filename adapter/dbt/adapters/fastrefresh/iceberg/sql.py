@@ -244,13 +244,9 @@ class SqlTables:
                 # asked, and a table's own fresh load would fail as this did.
                 _NOT_ICEBERG.add(name)
             return None
-        try:
-            rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql}")
-        except Exception as exc:
-            if mt.is_missing(exc):
-                return None
-            raise
-        properties = {str(k): str(v) for k, v in rows}
+        properties = self._show_properties(name)
+        if properties is None:
+            return None
         if not _is_iceberg_table(properties):
             _NOT_ICEBERG.add(name)
             self._not_tables[name] = properties
@@ -263,17 +259,23 @@ class SqlTables:
             # A commit came between the two reads (on a catalog that caches no table):
             # the properties again, after the columns, in a load's order, so that the
             # columns are never of a later snapshot than the one read.
-            try:
-                rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql}")
-            except Exception as exc:
-                if mt.is_missing(exc):
-                    return None
-                raise
-            properties = {str(k): str(v) for k, v in rows}
+            properties = self._show_properties(name)
+            if properties is None:
+                return None
         meta = _iceberg_meta(name, tuple(columns), properties)
         if self._memo is not None:
             self._memo[name] = meta
         return meta
+
+    def _show_properties(self, name: TableName) -> dict[str, str] | None:
+        """``SHOW TBLPROPERTIES`` (None: no such table or view)."""
+        try:
+            rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql}")
+        except Exception as exc:
+            if mt.is_missing(exc):
+                return None
+            raise
+        return {str(k): str(v) for k, v in rows}
 
     def view_property(self, name: TableName, key: str) -> str | None:
         known = self._not_tables.pop(name, None)
