@@ -116,7 +116,7 @@ def _candidate_masters(env: Env, mview: TableName) -> list[TableName]:
     """The masters whose logs may hold a claim of ``mview``: those its state and its
     configuration name, and those the registry shows it on (it may be dropped)."""
     found: set[TableName] = set()
-    record = load_view(env, mview)
+    record = load_view(env, mview, columns=False)
     if record is not None and record.config is not None:
         found.update(record.config.masters)
     state = read_view_state(env, mview)

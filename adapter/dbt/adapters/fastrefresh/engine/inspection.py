@@ -36,8 +36,9 @@ from dbt.adapters.fastrefresh.sqltext import TableName
 
 
 def registered(env: Env, view: TableName) -> ViewRecord:
-    """The view's record; a clear error when it is not a registered fast_refresh view."""
-    record = load_view(env, view)
+    """The view's record (its columns not read); a clear error when it is not a
+    registered fast_refresh view."""
+    record = load_view(env, view, columns=False)
     if record is None or record.config is None or record.state is None:
         raise FastRefreshError(
             f"{view} is not a registered fast_refresh view. Fix: build it with dbt run "
@@ -92,7 +93,7 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
 
 def staleness(env: Env, view: TableName) -> tuple[Staleness, str]:
     """``staleness_of`` after capturing the view's masters (what ``is_fresh`` tests)."""
-    record = load_view(env, view)
+    record = load_view(env, view, columns=False)
     if record is None or record.config is None:
         return Staleness.UNUSABLE, "the view is not registered: it needs a complete refresh"
     for name in record.config.masters:

@@ -228,10 +228,15 @@ def adopt_0_1_table(env: Env, view: TableName) -> bool:
     return True
 
 
-def load_view(env: Env, view: TableName) -> ViewRecord | None:
-    """The view's record, read from its storage table (None: it has none)."""
+def load_view(env: Env, view: TableName, *, columns: bool = True) -> ViewRecord | None:
+    """The view's record, read from its storage table (None: it has none).
+    ``columns=False``: for a reader of the view's configuration and state alone (the
+    registry, the inspection macros), whose ``meta.columns`` may be empty: on the SQL path
+    that is a ``DESCRIBE`` fewer, and none inside ``Tables.reading`` once the state of the
+    view has been read."""
     storage = storage_of(view)
-    meta = env.tables.load(storage, fresh=env.shared_catalog)
+    load = env.tables.load if columns else env.tables.load_state
+    meta = load(storage, fresh=env.shared_catalog)
     if meta is None:
         return None
     text = meta.properties.get(VIEW_CONFIG)

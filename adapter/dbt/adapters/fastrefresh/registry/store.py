@@ -225,7 +225,7 @@ def rediscover(env: Env) -> tuple[int, int]:
                     journal.logs.add(str(master))
                     logs += 1
             elif (view := view_of(table_name)) is not None:
-                record = load_view(env, view)
+                record = load_view(env, view, columns=False)
                 if record is not None and record.config is not None:
                     journal.views.add(str(view))
                     views += 1
@@ -396,7 +396,7 @@ def describe_view(
     env: Env, view: TableName, failure: Any = None, last: Any = None
 ) -> dict[str, Any] | None:
     """The registry's row of a view (Oracle's USER_MVIEWS), with its staleness."""
-    record = load_view(env, view)
+    record = load_view(env, view, columns=False)
     if record is None or record.config is None or record.state is None:
         return None
     config, state = record.config, record.state
