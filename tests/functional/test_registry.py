@@ -258,6 +258,15 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
     published = statements[before:]
     assert f"DELETE FROM `{schema}`.`mlog__m` WHERE `capture__` <= 4" in published, published
     assert log not in published, published
+    # ... and each view's configuration and state alone: its row needs no column of its
+    # storage table, which is not described (one statement per view before).
+    for view in views:
+        storage = f"DESCRIBE TABLE EXTENDED `{schema}`.`{view.table}__fr_data`"
+        assert storage not in published, published
+    rows = {r["mview"]: r for r in registry.select(env, "mviews")}
+    for view in views:
+        assert rows[str(view)]["last_refresh_type"] == "FAST", rows
+        assert rows[str(view)]["staleness"] == "FRESH", rows
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])
