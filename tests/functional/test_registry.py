@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
@@ -251,15 +252,17 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
     # log's configuration: no DESCRIBE, where there were three, then one.
     assert statements[before:].count(log) == 0, statements[before:]
     refresh_w_reading_the_log_once("captured by v")
-    # The end of the invocation (its deferred purge, the registry's rows) reads the log's
-    # state alone.
+    # The end of the invocation (the release of views that no longer hold their logs
+    # back, its deferred purge, the registry's rows) reads the log's state alone.
     before = len(statements)
+    assert admin.release_orphans(env) == []
     registry.publish(env)
     published = statements[before:]
     assert f"DELETE FROM `{schema}`.`mlog__m` WHERE `capture__` <= 4" in published, published
     assert log not in published, published
-    # ... and each view's configuration and state alone: its row needs no column of its
-    # storage table, which is not described (one statement per view before).
+    # ... and each view's configuration and state alone: neither the release nor the
+    # view's row needs a column of its storage table, which is not described (two
+    # statements per view before).
     for view in views:
         storage = f"DESCRIBE TABLE EXTENDED `{schema}`.`{view.table}__fr_data`"
         assert storage not in published, published
