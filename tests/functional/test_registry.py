@@ -261,8 +261,8 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
     assert f"DELETE FROM `{schema}`.`mlog__m` WHERE `capture__` <= 4" in published, published
     assert log not in published, published
     # ... and each view's configuration and state alone: neither the release nor the
-    # view's row needs a column of its storage table, which is not described (two
-    # statements per view before).
+    # view's row needs a column of its storage table, which is not described (it was
+    # described twice per view before, once by each).
     for view in views:
         storage = f"DESCRIBE TABLE EXTENDED `{schema}`.`{view.table}__fr_data`"
         assert storage not in published, published
