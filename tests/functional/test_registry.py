@@ -256,6 +256,11 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
     # back, its deferred purge, the registry's rows) reads the log's state alone.
     before = len(statements)
     assert admin.release_orphans(env) == []
+    # The release reads the log's users and nothing of the two views this process has
+    # just refreshed (it read each storage table fresh, two statements a view, before).
+    released = statements[before:]
+    assert not [x for x in released if "__fr_data" in x], released
+    assert SHARED or released == [properties], released
     registry.publish(env)
     published = statements[before:]
     assert f"DELETE FROM `{schema}`.`mlog__m` WHERE `capture__` <= 4" in published, published
@@ -270,6 +275,51 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
     for view in views:
         assert rows[str(view)]["last_refresh_type"] == "FAST", rows
         assert rows[str(view)]["staleness"] == "FRESH", rows
+
+
+def test_a_view_dropped_after_this_process_refreshed_it_is_released_at_the_next_run(
+    spark: Any,
+) -> None:
+    """The release at the end of an invocation does not read the views this process has
+    just refreshed: one that another session drops in between is released by the next
+    invocation that touches its log, and its rows are purged then."""
+    schema = "reg_release_next"
+    env = keyed_master_with_log(spark, schema, rows=10, groups=3)
+    views = {
+        TableName(schema, "v"): f"SELECT g, count(*) AS n FROM {schema}.m GROUP BY g",
+        TableName(schema, "w"): f"SELECT k, x FROM {schema}.m WHERE g = 1",
+    }
+    v, w = views
+
+    def refreshed(view: TableName) -> str:
+        return refresh.refresh_view(
+            env, view=view, sql=views[view], method="fast", exists=True
+        ).refresh_type
+
+    for view, sql in views.items():
+        refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    registry.publish(env)
+    spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k IN (1, 4)")
+    assert [refreshed(v), refreshed(w)] == ["FAST", "FAST"]
+    # Another session drops w (its dbt view and its table) after this run refreshed it.
+    spark.sql(f"DROP VIEW {schema}.w")
+    spark.sql(f"DROP TABLE {schema}.w__fr_data")
+    assert admin.release_orphans(env) == []
+    registry.publish(env)
+    assert set(mlog.load_log(env, TableName(schema, "m")).state.users) == {str(v), str(w)}
+
+    # The next invocation refreshes v after a change: the log is touched, w is read.
+    spark.sql(f"INSERT INTO {schema}.m VALUES (100, 1, 1)")
+    assert refreshed(v) == "FAST"
+    (released,) = admin.release_orphans(env)
+    assert released.startswith(f"released {w} from the log of {schema}.m: its table "), released
+    assert f"{schema}.w__fr_data is gone" in released, released
+    registry.publish(env)
+    log = mlog.load_log(env, TableName(schema, "m"))
+    assert set(log.state.users) == {str(v)}
+    # Only v held the rows back now, and it has consumed them all: none is left.
+    assert spark.sql(f"SELECT count(*) FROM {schema}.mlog__m").collect()[0][0] == 0
+    assert matches(spark, v, views[v])
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])

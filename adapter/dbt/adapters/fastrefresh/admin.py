@@ -28,6 +28,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE
 from dbt.adapters.fastrefresh.registry import store as registry
+from dbt.adapters.fastrefresh.runtime.process import Journal
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, storage_of, view_of
 
 
@@ -162,15 +163,22 @@ def release_orphans(env: Env, project_views: set[TableName] | None = None) -> li
     by another materialization), and, given ``project_views`` (the fast_refresh models of
     the dbt project), when it sits in one of their schemas but is not one of them: a model
     removed from the project or renamed, whose old table dbt leaves behind. What was done,
-    a line per view.
+    a line per view. A view this process has just refreshed is not read again
+    (``_standing``).
     """
     journal = env.runtime.journal(env.registry)
     schemas = {v.schema for v in project_views or ()}
+    standing = _standing(journal)
     done = []
     for master in sorted(journal.logs | journal.to_purge):
         log = load_log(env, TableName.parse(master), columns=False)  # its users alone
         for user in sorted(log.state.users) if log is not None else []:
             view = TableName.parse(user)
+            removed = (
+                project_views is not None and view.schema in schemas and view not in project_views
+            )
+            if user in standing and not removed:
+                continue
             # Its state alone (no columns: on the SQL path a DESCRIBE fewer per view).
             meta = env.tables.load_state(storage_of(view), fresh=True)
             if meta is None:
@@ -180,7 +188,7 @@ def release_orphans(env: Env, project_views: set[TableName] | None = None) -> li
                     f"its table {storage_of(view)} is no longer a fast_refresh view's "
                     "(unregistered, or replaced by another table)"
                 )
-            elif project_views is not None and view.schema in schemas and view not in project_views:
+            elif removed:
                 why = (
                     "it is no longer a model of this dbt project (removed or renamed; drop "
                     f"the view {view} and its table {storage_of(view)} if it is not needed)"
@@ -192,3 +200,16 @@ def release_orphans(env: Env, project_views: set[TableName] | None = None) -> li
             shown = view_of(TableName.parse(master)) or master
             done.append(f"released {view} from the log of {shown}: {why} ({released})")
     return done
+
+
+def _standing(journal: Journal) -> set[str]:
+    """The views this process refreshed since the last publish, the last time with
+    success, and did not unregister or release since: the refresh committed their state
+    to their tables moments ago, so the release does not read those again (on the SQL
+    path two statements a view, on every dbt invocation). A view dropped by another
+    process since is released by the next invocation that touches its log."""
+    last = {r.mview: r.status for r in journal.refreshes}
+    released = {view for _, view in journal.released}
+    return (
+        {v for v, status in last.items() if status == "SUCCESS"} - journal.unregistered - released
+    )
