@@ -135,13 +135,14 @@ def _master_of(log_table: TableName) -> TableName:
 def unregister_mview(env: Env, mview_name: object) -> str:
     """DBMS_MVIEW.UNREGISTER_MVIEW: forget the view's registration (not its log claims)."""
     mview = TableName.parse(mview_name)
-    meta = env.tables.load(storage_of(mview), fresh=True)
+    # Its configuration and state alone, fresh: no columns needed.
+    meta = env.tables.load_state(storage_of(mview), fresh=True)
     if meta is None or VIEW_CONFIG not in meta.properties:
         raise FastRefreshError(
             f"{mview} is not a registered materialized view. Fix: check the name "
             "(schema.table); registered views are listed in the fast_refresh registry models."
         )
-    state = read_view_state(env, mview)
+    state = read_view_state(env, mview, meta)
     env.tables.set_properties(storage_of(mview), {}, remove=[VIEW_CONFIG, VIEW_STATE])
     env.runtime.journal(env.registry).unregistered.add(str(mview))
     claims = sorted(state.positions) if state else []

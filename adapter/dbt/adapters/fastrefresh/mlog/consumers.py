@@ -265,10 +265,12 @@ def view_positions(env: Env, log: LoadedLog) -> dict[str, Position | None]:
     }
 
 
-def read_view_state(env: Env, view: TableName) -> ViewState | None:
-    """The view's newest state, from its storage table (None: no fast_refresh view)."""
+def read_view_state(env: Env, view: TableName, meta: TableMeta | None = None) -> ViewState | None:
+    """The view's newest state, from its storage table (None: no fast_refresh view);
+    ``meta``: the storage table as the caller has just read it (not read again)."""
     storage = storage_of(view)
-    meta = env.tables.load_state(storage, fresh=env.shared_catalog)
+    if meta is None:
+        meta = env.tables.load_state(storage, fresh=env.shared_catalog)
     if meta is None or VIEW_CONFIG not in meta.properties:
         return None
     found = latest_state(meta, VIEW_STATE, env.tables.history(storage))
