@@ -156,6 +156,53 @@ def test_the_sql_path_loads_in_two_statements_and_once_inside_reading(spark: Any
     assert plain is not None and not plain.iceberg and plain.provider == "parquet"
 
 
+def test_a_block_that_keeps_some_tables_reads_the_others_at_each_call(spark: Any) -> None:
+    """``SqlTables.reading(keep=...)``: the tables ``keep`` accepts are read once, the
+    others at each call; a write through the object forgets the table it writes alone, a
+    write by another path is seen at the next read of a table not kept; a block without
+    ``keep`` nested in it reads every table once, and what it read of the others is
+    dropped when it ends."""
+    spark.sql("CREATE SCHEMA reg_keep")
+    for name, value in (("kept", "1"), ("other", None)):
+        spark.sql(f"CREATE TABLE reg_keep.{name} (k BIGINT) USING iceberg")
+        spark.sql(f"INSERT INTO reg_keep.{name} VALUES (1)")
+        if value:
+            spark.sql(f"ALTER TABLE reg_keep.{name} SET TBLPROPERTIES ('fast_refresh.kept'='1')")
+    x = SparkExecutor(spark)
+    tables = SqlTables(x)
+    kept, other = TableName("reg_keep", "kept"), TableName("reg_keep", "other")
+    show = "SHOW TBLPROPERTIES `reg_keep`.`{}`".format
+    with tables.reading(keep=lambda properties: "fast_refresh.kept" in properties):
+        before = len(x.statements)
+        first = tables.load_state(other)
+        tables.load_state(kept)
+        # Written by another path (a statement, not this object): seen at the next read.
+        spark.sql("INSERT INTO reg_keep.other VALUES (2)")
+        second = tables.load_state(other)
+        assert first is not None and second is not None
+        assert second.current_snapshot != first.current_snapshot
+        assert tables.load_state(kept) is not None
+        assert x.statements[before:] == [show("other"), show("kept"), show("other")]
+        # A write through the object forgets the table it writes alone.
+        tables.set_properties(other, {"fast_refresh.probe": "1"})
+        before = len(x.statements)
+        tables.load_state(kept)
+        assert x.statements[before:] == [], "the kept table is still read once"
+        tables.set_properties(kept, {"fast_refresh.probe": "1"})
+        assert tables.load_state(kept).properties["fast_refresh.probe"] == "1"  # type: ignore[union-attr]
+        assert x.statements[-1] == show("kept")
+        with tables.reading():
+            before = len(x.statements)
+            tables.load_state(other)
+            tables.load_state(other)
+            tables.load_state(kept)
+            assert x.statements[before:] == [show("other")]
+        before = len(x.statements)
+        tables.load_state(other)
+        tables.load_state(kept)
+        assert x.statements[before:] == [show("other")]
+
+
 def test_the_sql_path_tells_a_table_from_a_view_by_one_fresh_read(spark: Any) -> None:
     """``iceberg_table`` on the SQL path: a table in three statements (its fresh load), a
     view in two whose properties answer the view-property call after them, and the view's
@@ -271,6 +318,9 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> Non
     for view in views:
         storage = f"DESCRIBE TABLE EXTENDED `{schema}`.`{view.table}__fr_data`"
         assert storage not in published, published
+        # The purge reads the view's state, and the registry's rows take it from there.
+        state = f"SHOW TBLPROPERTIES `{schema}`.`{view.table}__fr_data`"
+        assert published.count(state) == 1, published
     rows = {r["mview"]: r for r in registry.select(env, "mviews")}
     for view in views:
         assert rows[str(view)]["last_refresh_type"] == "FAST", rows

@@ -21,7 +21,7 @@ import datetime as dt
 import json
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -305,7 +305,7 @@ class JvmTables:
         return None if meta is None else meta.columns
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self, keep: Callable[[Mapping[str, str]], bool] | None = None) -> Iterator[None]:
         """A load here costs milliseconds: nothing to reuse (see ``SqlTables.reading``)."""
         yield
 

@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -111,37 +111,78 @@ class SqlTables:
         self._memo: dict[TableName, TableMeta | None] | None = None
         self._properties: dict[TableName, dict[str, str]] = {}
         self._histories: dict[TableName, _SqlHistory] = {}
+        # Inside ``reading(keep=...)``: which tables the block keeps (by their properties).
+        self._keep: Callable[[Mapping[str, str]], bool] | None = None
         # The properties of names ``iceberg_table`` found not to be Iceberg tables, for
         # the ``view_property`` call that follows it (taken once).
         self._not_tables: dict[TableName, dict[str, str]] = {}
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self, keep: Callable[[Mapping[str, str]], bool] | None = None) -> Iterator[None]:
         """Inside the block each table is loaded, its state read and its history read,
         once (a load after a state read adds the columns alone): for a phase that only
         reads, where one log or view is read for each of its users (publishing the
-        registry's rows). A write through this object ends the reuse."""
+        registry's rows). A write through this object ends the reuse.
+
+        ``keep``: only the tables whose properties it accepts are read once (the others
+        at each call, as outside a block), and a write through this object forgets the
+        table it writes alone: for a phase that writes tables it does not keep, which
+        nothing else writes meanwhile (the publish's purges write logs and keep views'
+        storage tables). A block without ``keep`` nested in it reads every table once
+        until it ends."""
         if self._memo is not None:  # nested: the outer block's reuse holds
-            yield
+            if self._keep is None or keep is not None:
+                yield
+                return
+            outer, self._keep = self._keep, None
+            try:
+                yield
+            finally:
+                self._keep = outer
+                self._forget_unkept()
             return
-        self._memo = {}
+        self._memo, self._keep = {}, keep
         try:
             yield
         finally:
             self._forget()
-            self._memo = None
+            self._memo, self._keep = None, None
 
-    def _forget(self) -> None:
-        if self._memo is not None:
-            self._memo.clear()
-            self._properties.clear()
-            self._histories.clear()
+    def _forget(self, written: TableName | None = None) -> None:
+        """After a write (to ``written``): a block that keeps some tables forgets that
+        one; any other forgets everything."""
+        if self._memo is None:
+            return
+        if self._keep is not None and written is not None:
+            self._memo.pop(written, None)
+            self._properties.pop(written, None)
+            self._histories.pop(written, None)
+            return
+        self._memo.clear()
+        self._properties.clear()
+        self._histories.clear()
+
+    def _forget_unkept(self) -> None:
+        """Drop what a nested block read of the tables its outer block does not keep."""
+        assert self._memo is not None and self._keep is not None
+        kept = {n for n, p in self._properties.items() if self._keep(p)}
+        kept |= {n for n, m in self._memo.items() if m is not None and self._keep(m.properties)}
+        self._memo = {n: m for n, m in self._memo.items() if n in kept}
+        self._properties = {n: p for n, p in self._properties.items() if n in kept}
+        self._histories = {n: h for n, h in self._histories.items() if n in kept}
+
+    def _kept(self, properties: Mapping[str, str]) -> bool:
+        """Whether the block reads a table of these properties once."""
+        return self._memo is not None and (self._keep is None or self._keep(properties))
 
     def load(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
         if self._memo is None:
             return self._load(name, fresh=fresh)
         if name not in self._memo:
-            self._memo[name] = self._load(name, fresh=fresh)
+            meta = self._load(name, fresh=fresh)
+            if self._keep is not None and (meta is None or not self._keep(meta.properties)):
+                return meta
+            self._memo[name] = meta
         return self._memo[name]
 
     def load_state(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
@@ -162,7 +203,7 @@ class SqlTables:
         if not _is_iceberg_table(properties):
             # Not an Iceberg table (or a view): its kind and columns take the full load.
             return self.load(name, fresh=False)
-        if self._memo is not None:
+        if self._kept(properties):
             self._properties[name] = properties
         return _iceberg_meta(name, (), properties)
 
@@ -206,14 +247,16 @@ class SqlTables:
         return _iceberg_meta(name, tuple(columns), properties)
 
     def history(self, name: TableName) -> History:
-        if self._memo is None:
+        if self._memo is None or (
+            self._keep is not None and name not in self._memo and name not in self._properties
+        ):
             return _SqlHistory(self.x, name, self.state_keys)
         return self._histories.setdefault(name, _SqlHistory(self.x, name, self.state_keys))
 
     def set_properties(
         self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
     ) -> None:
-        self._forget()
+        self._forget(name)
         if values:
             listed = ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())
             self.x.execute(f"ALTER TABLE {name.sql} SET TBLPROPERTIES ({listed})")
@@ -263,7 +306,8 @@ class SqlTables:
             if properties is None:
                 return None
         meta = _iceberg_meta(name, tuple(columns), properties)
-        if self._memo is not None:
+        if self._kept(properties):
+            assert self._memo is not None
             self._memo[name] = meta
         return meta
 
@@ -365,6 +409,6 @@ class SqlTables:
     ) -> bool:
         # Spark deletes whole files by metadata when the condition covers them; otherwise
         # it rewrites them, which is still exact: the SQL path has no cheaper way to know.
-        self._forget()
+        self._forget(name)
         self.x.execute(f"DELETE FROM {name.sql} WHERE {ident(column)} <= {int(value)}")
         return True

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -283,8 +283,12 @@ class Tables(Protocol):
 
     def history(self, name: TableName) -> History: ...
 
-    def reading(self) -> contextlib.AbstractContextManager[None]:
-        """A block that only reads, in which a table's first load may answer the next."""
+    def reading(
+        self, keep: Callable[[Mapping[str, str]], bool] | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A block that only reads, in which a table's first load may answer the next;
+        ``keep``: only of the tables whose properties it accepts, in a block that writes
+        others (``SqlTables.reading``)."""
         ...
 
     def set_properties(

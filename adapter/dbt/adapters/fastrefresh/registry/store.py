@@ -25,6 +25,7 @@ the next publish of those objects shows it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -40,7 +41,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.protocol.state import Position
+from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, Position
 from dbt.adapters.fastrefresh.registry import migration
 from dbt.adapters.fastrefresh.registry.table import (
     REGISTRY_VERSION,
@@ -276,24 +277,33 @@ def _check_version(env: Env) -> None:
 def publish(env: Env) -> str:
     """Purge the logs this process left rows to purge on (``deferred``), then write what
     it changed since its last publish to the registry (one commit)."""
-    journal = env.runtime.journal(env.registry)
-    for master in sorted(journal.to_purge):
+    # The views' states the purges read answer the registry's rows too: one read of each
+    # view where there were two (on the SQL path a statement each). The purges write only
+    # logs, which are read at each call; a view's position read a moment before is never
+    # ahead of its own (a position only moves forward), so a purge takes no row it needs.
+    with env.tables.reading(keep=_is_view_storage):
+        journal = env.runtime.journal(env.registry)
+        for master in sorted(journal.to_purge):
+            try:
+                purge(env, TableName.parse(master))
+            except Exception as exc:  # housekeeping: the rows wait for the next purge
+                logger.warning(
+                    f"dbt-fastrefresh could not purge the log of {master}: {exc}. Its consumed "
+                    "rows stay until the next purge; refreshes are not affected. Fix: none "
+                    "needed unless it repeats; then run fast_refresh.purge_log for that master "
+                    "and check that the warehouse is writable."
+                )
+        journal = env.runtime.take_journal(env.registry)
+        if journal.empty():
+            return "registry: nothing to publish"
         try:
-            purge(env, TableName.parse(master))
-        except Exception as exc:  # housekeeping: the rows wait for the next purge
-            logger.warning(
-                f"dbt-fastrefresh could not purge the log of {master}: {exc}. Its consumed "
-                "rows stay until the next purge; refreshes are not affected. Fix: none needed "
-                "unless it repeats; then run fast_refresh.purge_log for that master and check "
-                "that the warehouse is writable."
-            )
-    journal = env.runtime.take_journal(env.registry)
-    if journal.empty():
-        return "registry: nothing to publish"
+            ensure(env)
+            with env.tables.reading():  # a log or view is read for each of its users
+                rows = _rows(env, journal)
+        except Exception:
+            env.runtime.restore_journal(env.registry, journal)
+            raise
     try:
-        ensure(env)
-        with env.tables.reading():  # a log or view is read for each of its users
-            rows = _rows(env, journal)
         if rows:
             faults.point("publish.before")
             env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
@@ -304,6 +314,11 @@ def publish(env: Env) -> str:
         env.upkeep_commit(table(env))
         _compact_when_due(env)
     return f"registry: published {len(rows)} row(s) to {table(env)}"
+
+
+def _is_view_storage(properties: Mapping[str, str]) -> bool:
+    """Whether a table's properties are a fast_refresh view's storage table's."""
+    return VIEW_CONFIG in properties
 
 
 def _rows(env: Env, journal: Journal) -> list[str]:
