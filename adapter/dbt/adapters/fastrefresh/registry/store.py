@@ -300,16 +300,12 @@ def publish(env: Env) -> str:
             ensure(env)
             with env.tables.reading():  # a log or view is read for each of its users
                 rows = _rows(env, journal)
+            if rows:
+                faults.point("publish.before")
+                env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
         except Exception:
             env.runtime.restore_journal(env.registry, journal)
             raise
-    try:
-        if rows:
-            faults.point("publish.before")
-            env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
-    except Exception:
-        env.runtime.restore_journal(env.registry, journal)
-        raise
     if rows:  # published: what follows is housekeeping, and must not publish it twice
         env.upkeep_commit(table(env))
         _compact_when_due(env)
