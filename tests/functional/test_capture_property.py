@@ -559,6 +559,45 @@ def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
     ]  # fmt: skip
 
 
+@pytest.mark.usefixtures("small_shuffles", "product_settings")
+@pytest.mark.parametrize(("bound", "jobs"), [(None, 3), (0, 4)], ids=["few", "many"])
+def test_the_positions_of_several_deleting_commits_are_grouped_in_one_task(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, bound: int | None, jobs: int
+) -> None:
+    """A capture of several commits that delete from one data file (an UPDATE, then a
+    DELETE) gives each deleted position the first commit that names it: the DELETE's
+    file-scoped delete file repeats the UPDATE's position, which is not its change. Of
+    few positions (``ONE_TASK_POSITIONS``) that grouping runs in the one task that reads
+    them: three Spark jobs (the positions grouped and broadcast, the rows' shuffle, the
+    numbering and the write). Above it ("many": the bound lowered to 0) the grouping's
+    shuffle makes four. The log is the same: the repeated position stays the UPDATE's."""
+    if bound is not None:
+        monkeypatch.setattr(jvm_tables, "ONE_TASK_POSITIONS", bound)
+    last_job = job_counter(spark)
+    env, master = keyed_master_for_jobs(
+        spark, "positions", "(k BIGINT NOT NULL, v INT)",
+        "'format-version'='2', 'write.update.mode'='merge-on-read', "
+        "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'",
+        "(1, 10), (2, 20), (3, 30), (4, 40)",
+    )  # fmt: skip
+    table = master.sql
+    seen = []
+    for round_no in range(2):
+        spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = {2 * round_no + 1}")
+        spark.sql(f"DELETE FROM {table} WHERE k = {2 * round_no + 2}")
+        job = last_job()
+        result = capture.capture(env, master)
+        seen.append((last_job() - job, result.log_rows))
+    assert seen == [(jobs, 3)] * 2, seen
+    logged = spark.sql(
+        f"SELECT k, v, dmltype__, old_new__ FROM {master.schema}.mlog__m ORDER BY sequence__"
+    ).collect()
+    assert [tuple(r) for r in logged] == [
+        (1, 10, "U", "O"), (1, 11, "U", "N"), (2, 20, "D", "O"),
+        (3, 30, "U", "O"), (3, 31, "U", "N"), (4, 40, "D", "O"),
+    ]  # fmt: skip
+
+
 @pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
 def test_files_no_delete_applies_to_are_read_without_planning(
