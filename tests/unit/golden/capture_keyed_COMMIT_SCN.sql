@@ -160,6 +160,17 @@ WITH src AS (
     nnew__ > 0 AS has_new__,
     o__,
     w__,
+    UNHEX(
+      CONCAT(
+        LPAD(
+          HEX(
+            IF(o__.`k` IS NOT DISTINCT FROM w__.`k`, 0, 2) + IF(o__.`v` IS NOT DISTINCT FROM w__.`v`, 0, 4) + IF(o__.`w` IS NOT DISTINCT FROM w__.`w`, 0, 8)
+          ),
+          2,
+          '0'
+        )
+      )
+    ) AS cv__,
     `k`
   FROM k
   WHERE
@@ -219,21 +230,7 @@ WITH src AS (
             o__.`w` AS w,
             IF(has_new__, 'U', 'D') AS dmltype__,
             'O' AS old_new__,
-            IF(
-              has_new__,
-              UNHEX(
-                CONCAT(
-                  LPAD(
-                    HEX(
-                      IF(o__.`k` IS NOT DISTINCT FROM w__.`k`, 0, 2) + IF(o__.`v` IS NOT DISTINCT FROM w__.`v`, 0, 4) + IF(o__.`w` IS NOT DISTINCT FROM w__.`w`, 0, 8)
-                    ),
-                    2,
-                    '0'
-                  )
-                )
-              ),
-              X'00'
-            ) AS change_vector__
+            IF(has_new__, cv__, X'00') AS change_vector__
           ),
           NULL
         ),
@@ -246,21 +243,7 @@ WITH src AS (
             w__.`w` AS w,
             IF(has_old__, 'U', 'I') AS dmltype__,
             'N' AS old_new__,
-            IF(
-              has_old__,
-              UNHEX(
-                CONCAT(
-                  LPAD(
-                    HEX(
-                      IF(o__.`k` IS NOT DISTINCT FROM w__.`k`, 0, 2) + IF(o__.`v` IS NOT DISTINCT FROM w__.`v`, 0, 4) + IF(o__.`w` IS NOT DISTINCT FROM w__.`w`, 0, 8)
-                    ),
-                    2,
-                    '0'
-                  )
-                )
-              ),
-              X'FE'
-            ) AS change_vector__
+            IF(has_old__, cv__, X'FE') AS change_vector__
           ),
           NULL
         )

@@ -160,6 +160,17 @@ WITH src AS (
     nnew__ > 0 AS has_new__,
     o__,
     w__,
+    UNHEX(
+      CONCAT(
+        LPAD(
+          HEX(
+            IF(o__.`k` IS NOT DISTINCT FROM w__.`k`, 0, 2) + IF(o__.`v` IS NOT DISTINCT FROM w__.`v`, 0, 4) + IF(o__.`w` IS NOT DISTINCT FROM w__.`w`, 0, 8)
+          ),
+          2,
+          '0'
+        )
+      )
+    ) AS cv__,
     `k`
   FROM k
   WHERE
@@ -218,21 +229,7 @@ WITH src AS (
             o__.`v` AS v,
             IF(has_new__, 'U', 'D') AS dmltype__,
             'O' AS old_new__,
-            IF(
-              has_new__,
-              UNHEX(
-                CONCAT(
-                  LPAD(
-                    HEX(
-                      IF(o__.`k` IS NOT DISTINCT FROM w__.`k`, 0, 2) + IF(o__.`v` IS NOT DISTINCT FROM w__.`v`, 0, 4) + IF(o__.`w` IS NOT DISTINCT FROM w__.`w`, 0, 8)
-                    ),
-                    2,
-                    '0'
-                  )
-                )
-              ),
-              X'00'
-            ) AS change_vector__
+            IF(has_new__, cv__, X'00') AS change_vector__
           ),
           NULL
         ),
@@ -244,21 +241,7 @@ WITH src AS (
             w__.`v` AS v,
             IF(has_old__, 'U', 'I') AS dmltype__,
             'N' AS old_new__,
-            IF(
-              has_old__,
-              UNHEX(
-                CONCAT(
-                  LPAD(
-                    HEX(
-                      IF(o__.`k` IS NOT DISTINCT FROM w__.`k`, 0, 2) + IF(o__.`v` IS NOT DISTINCT FROM w__.`v`, 0, 4) + IF(o__.`w` IS NOT DISTINCT FROM w__.`w`, 0, 8)
-                    ),
-                    2,
-                    '0'
-                  )
-                )
-              ),
-              X'FE'
-            ) AS change_vector__
+            IF(has_old__, cv__, X'FE') AS change_vector__
           ),
           NULL
         )

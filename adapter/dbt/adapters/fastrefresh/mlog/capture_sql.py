@@ -309,6 +309,7 @@ def _pair_by_key(
         "create it with another key, or key-less (key=[])."
     )
     source = "(SELECT /*+ REPARTITION(1) */ * FROM net)" if one_task else "net"
+    vector = cv.sql_update_vector(old, new)
     ctes = [
         "k AS (SELECT ord__, "
         "sum(IF(n__ < 0, -n__, 0)) AS nold__, sum(IF(n__ > 0, n__, 0)) AS nnew__, "
@@ -316,16 +317,15 @@ def _pair_by_key(
         f"first(IF(n__ > 0, named_struct({row}), NULL), TRUE) AS w__, "
         f"{', '.join(keys)} FROM {source} GROUP BY ord__, {', '.join(keys)})",
         # An old and a new image that are equal (an update that changed nothing; never
-        # left by the multiset difference) cancel.
+        # left by the multiset difference) cancel. The change vector: once, for both halves.
         "j AS (SELECT k.ord__, nold__ > 0 AS has_old__, nnew__ > 0 AS has_new__, o__, "
-        f"w__, {', '.join(keys)} FROM k "
+        f"w__, {vector} AS cv__, {', '.join(keys)} FROM k "
         "WHERE NOT (nold__ = 1 AND nnew__ = 1 AND o__ <=> w__) "
         "AND IF(greatest(nold__, nnew__) > 1, CAST(raise_error("
         f"concat({string(duplicate_key_message(config.master))}, "
         f"{key_text}, {string(') in snapshot ')}, cast(element_at({commits}, ord__).xid__ AS STRING), {string(fix)})) "
         "AS BOOLEAN), TRUE))",
     ]
-    vector = cv.sql_update_vector(old, new)
     old_cols = ", ".join(f"{string(c)}, o__.{ident(c)}" for c in log_cols)
     new_cols = ", ".join(f"{string(c)}, w__.{ident(c)}" for c in log_cols)
     old_filter = "has_old__ AND NOT has_new__" if key_only else "has_old__"
@@ -333,10 +333,10 @@ def _pair_by_key(
     halves = (
         f"IF({old_filter}, named_struct('half__', 0, {old_cols}, "
         "'dmltype__', IF(has_new__, 'U', 'D'), 'old_new__', 'O', 'change_vector__', "
-        f"IF(has_new__, {vector}, {delete_vector})), NULL), "
+        f"IF(has_new__, cv__, {delete_vector})), NULL), "
         f"IF(has_new__, named_struct('half__', 1, {new_cols}, "
         f"'dmltype__', IF(has_old__, 'U', 'I'), 'old_new__', {new_old_new}, "
-        f"'change_vector__', IF(has_old__, {vector}, {insert_vector})), NULL)"
+        f"'change_vector__', IF(has_old__, cv__, {insert_vector})), NULL)"
     )
     ctes.append(
         "o AS (SELECT ord__, h__.* FROM j LATERAL VIEW "
