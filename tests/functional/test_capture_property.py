@@ -517,17 +517,19 @@ def test_a_capture_of_the_same_shape_compiles_no_code_and_runs_three_jobs(
 
 @pytest.mark.usefixtures("small_shuffles", "product_settings")
 @pytest.mark.parametrize(
-    ("bound", "jobs"), [(None, 3), (1, 4), (2, 3)], ids=["few", "many", "carried_over"]
+    ("bound", "jobs"), [(None, 2), (1, 4), (2, 2)], ids=["few", "many", "carried_over"]
 )
 def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
     spark: Any, monkeypatch: pytest.MonkeyPatch, bound: int | None, jobs: int
 ) -> None:
     """A keyed merge-on-read capture carries no row over: it pairs the rows by key at
     once. Of few changed rows (the commits' summaries bound them), the pairing runs in the
-    numbering's one task: three Spark jobs (the deleted positions' broadcast, the rows'
-    shuffle, the numbering and the write), where a pairing shuffle of its own makes four.
-    Above ``ONE_TASK_ROWS`` ("many": the bound lowered below an UPDATE's two changed rows,
-    its new row and its deleted position) it keeps that shuffle. "carried_over": each
+    numbering's one task, so every shuffle of the statement ends in one partition and it
+    runs without adaptive execution: two Spark jobs (the deleted positions' broadcast;
+    the rows' shuffle, the numbering and the write, one job). Above ``ONE_TASK_ROWS``
+    ("many": the bound lowered below an UPDATE's two changed rows, its new row and its
+    deleted position) it keeps its pairing shuffle and adaptive execution, which runs
+    each stage as a job: four. "carried_over": each
     UPDATE's delete file repeats the positions deleted before it in that data file (Spark
     writes file-scoped delete files), which are not changed rows: at a bound of 2 every
     capture still runs in one task, where counting them put the third over it. The log
@@ -560,7 +562,7 @@ def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
 
 
 @pytest.mark.usefixtures("small_shuffles", "product_settings")
-@pytest.mark.parametrize(("bound", "jobs"), [(None, 3), (0, 4)], ids=["few", "many"])
+@pytest.mark.parametrize(("bound", "jobs"), [(None, 2), (0, 4)], ids=["few", "many"])
 def test_the_positions_of_several_deleting_commits_are_grouped_in_one_task(
     spark: Any, monkeypatch: pytest.MonkeyPatch, bound: int | None, jobs: int
 ) -> None:
@@ -568,9 +570,11 @@ def test_the_positions_of_several_deleting_commits_are_grouped_in_one_task(
     DELETE) gives each deleted position the first commit that names it: the DELETE's
     file-scoped delete file repeats the UPDATE's position, which is not its change. Of
     few positions (``ONE_TASK_POSITIONS``) that grouping runs in the one task that reads
-    them: three Spark jobs (the positions grouped and broadcast, the rows' shuffle, the
-    numbering and the write). Above it ("many": the bound lowered to 0) the grouping's
-    shuffle makes four. The log is the same: the repeated position stays the UPDATE's."""
+    them, every shuffle of the statement ends in one partition, and it runs without
+    adaptive execution: two Spark jobs (the positions grouped and broadcast; the rows'
+    shuffle, the numbering and the write). Above it ("many": the bound lowered to 0) the
+    grouping shuffles, and with adaptive execution each stage is a job: four. The log is
+    the same: the repeated position stays the UPDATE's."""
     if bound is not None:
         monkeypatch.setattr(jvm_tables, "ONE_TASK_POSITIONS", bound)
     last_job = job_counter(spark)

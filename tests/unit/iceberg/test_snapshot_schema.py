@@ -30,7 +30,9 @@ class Scripted:
         self.statements.append(sql)
         return next(a for p, a in self.answers.items() if sql.startswith(p))()
 
-    def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
+    def small(
+        self, rows: int | None, *, one_partition: bool = False
+    ) -> contextlib.AbstractContextManager[bool]:
         return contextlib.nullcontext(False)
 
     def shuffle_partitions(self) -> int | None:

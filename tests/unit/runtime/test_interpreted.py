@@ -13,6 +13,7 @@ import pytest
 from dbt.adapters.fastrefresh.engine.refresh import rows_read
 from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
 from dbt.adapters.fastrefresh.runtime.interpreted import (
+    ADAPTIVE_OFF,
     CODEGEN_OFF,
     SMALL_ROWS,
     Gate,
@@ -143,6 +144,22 @@ def test_large_or_unknown_inputs_keep_generated_code(rows: int | None) -> None:
     with small_statements(session, rows, Gate()) as interpreted:
         assert not interpreted
         assert session.conf.values == {"spark.sql.codegen.wholeStage": "true"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"), [(None, ADAPTIVE_OFF), (1, {**CODEGEN_OFF, **ADAPTIVE_OFF})]
+)
+def test_a_one_partition_block_turns_adaptive_execution_off_and_gives_it_back(
+    rows: int | None, expected: dict[str, str]
+) -> None:
+    """Adaptive execution off whatever the rows (a large capture's shuffles may all end in
+    one partition too), with generated code off as well when they are few."""
+    session = Session({"spark.sql.adaptive.enabled": "true"})
+    with small_statements(session, rows, Gate(), one_partition=True) as changed:
+        assert changed
+        assert {k: session.conf.get(k) for k in expected} == dict(expected)
+        assert session.conf.values.keys() == expected.keys()
+    assert session.conf.values == {"spark.sql.adaptive.enabled": "true"}
 
 
 def test_no_session_in_this_process_keeps_generated_code() -> None:

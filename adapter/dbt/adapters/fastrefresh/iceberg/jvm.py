@@ -459,6 +459,12 @@ def listing_chunks(paths: Sequence[str], threshold: int) -> list[list[str]]:
     return [list(paths[i : i + threshold]) for i in range(0, len(paths), threshold)]
 
 
+def _positions(deleting: Sequence[tuple[Any, ...]]) -> int:
+    """The positions the delete files of ``deleting`` (their last item) hold, carried-over
+    ones included."""
+    return sum(int(d.recordCount()) for *_, deletes in deleting for d in deletes)
+
+
 def _total_records(snapshot: Any) -> int | None:
     """The rows of a table at ``snapshot`` from its summary (0 without one; None: the
     writer kept no count)."""
@@ -532,6 +538,12 @@ class _Staging:
                 targets[ordinal] = self._targets(info, deletes)
             clean_adds[info.snapshot_id] = set(added_paths) - targets.get(ordinal, set())
         sources = self._deleted_rows(deleting, targets) if deleting else []
+        # v2 deletes broadcast their positions, grouped by commit without a shuffle up to
+        # ONE_TASK_POSITIONS; v3 deletes join two scans with one.
+        unshuffled = not deleting or (
+            self.t.h.format_version(self.table) < 3
+            and (len(deleting) == 1 or _positions(deleting) <= ONE_TASK_POSITIONS)
+        )
         # The rows read (the whole files'; a delete's rows are not counted here).
         rows: int | None = None if deleting else 0
         for snapshot_id, files in sorted(by_read.items()):
@@ -546,7 +558,7 @@ class _Staging:
                 direct = undeleted or group.keys() <= clean
                 view = self._stage(snapshot_id, group, direct=direct)
                 sources.append(RowSource(self._select(view), dict(signs_key), whole_files=True))
-        return CaptureReads(tuple(commits), tuple(sources), rows)
+        return CaptureReads(tuple(commits), tuple(sources), rows, unshuffled)
 
     def _without_deletes(self, snapshot_id: int | None) -> bool:
         """Whether the table has no delete file at all at ``snapshot_id`` (its summary's
@@ -660,7 +672,7 @@ class _Staging:
         (in one task up to ``ONE_TASK_POSITIONS``)."""
         by_commit = len(deleting) > 1
         threshold = self._listing_threshold()
-        positions = sum(int(d.recordCount()) for _, deletes in deleting for d in deletes)
+        positions = _positions(deleting)
         frame = None
         for ordinal, deletes in deleting:
             ords = [f"{ordinal} AS ord__"] if by_commit else []

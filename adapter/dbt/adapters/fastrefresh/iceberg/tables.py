@@ -221,6 +221,9 @@ class CaptureReads:
     commits: tuple[tuple[int, SnapshotInfo], ...]
     sources: tuple[RowSource, ...]
     rows: int | None = None  # the rows the sources read (None: not known)
+    # The sources shuffle nothing themselves (their joins broadcast; the Java path's
+    # staging says so), so the statement's own shuffles are all it has.
+    unshuffled: bool = False
 
     @property
     def removes(self) -> bool:

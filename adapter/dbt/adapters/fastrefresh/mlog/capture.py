@@ -32,7 +32,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import (
     chain_after,
     require_iceberg,
 )
-from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement
+from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement, one_partition
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
     load_log_for_write,
@@ -210,7 +210,8 @@ def _append(
         env.check_leases([log_lock(log.log_table)])
         # Small (the files read, on the Java path): without generated code.
         summary = env.tables.summary({LOG_STATE: pending.to_json()})
-        with summary as attached, env.sql.small(reads.rows):
+        small = env.sql.small(reads.rows, one_partition=one_partition(log.config, reads))
+        with summary as attached, small:
             env.sql.execute(statement)
     env.upkeep_commit(log.log_table)
     faults.point("capture.after_log_append")

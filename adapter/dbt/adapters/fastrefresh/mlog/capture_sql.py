@@ -112,6 +112,16 @@ def capture_statement(
     )
 
 
+def one_partition(config: LogConfig, reads: CaptureReads) -> bool:
+    """Whether every shuffle of the capture statement ends in one partition: nothing to
+    net (a keyed log, no copy-on-write carry-over), the pairing by key in the
+    numbering's one task (``ONE_TASK_ROWS``), and sources that shuffle nothing
+    themselves. Such a statement runs without adaptive execution
+    (``runtime/interpreted.py``, ``ADAPTIVE_OFF``)."""
+    netted = config.keyless or reads.carries_over
+    return reads.unshuffled and not netted and _one_task(reads)
+
+
 def _one_task(reads: CaptureReads) -> bool:
     """Whether the rows are paired by key in the numbering's one task (``ONE_TASK_ROWS``)."""
     changed = reads.changed_rows

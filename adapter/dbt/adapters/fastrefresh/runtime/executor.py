@@ -50,9 +50,12 @@ class Executor(Protocol):
 
     def query(self, sql: str) -> list[tuple[Any, ...]]: ...
 
-    def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
+    def small(
+        self, rows: int | None, *, one_partition: bool = False
+    ) -> contextlib.AbstractContextManager[bool]:
         """The block's statements read about ``rows`` rows (None: not known): without
-        Spark's generated code when that is small (``runtime/interpreted.py``)."""
+        Spark's generated code when that is small, and without adaptive execution when
+        every shuffle of theirs ends in one partition (``runtime/interpreted.py``)."""
         ...
 
     def shuffle_partitions(self) -> int | None:
@@ -111,12 +114,14 @@ class AdapterExecutor:
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return self._run(sql, fetch=True)
 
-    def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
+    def small(
+        self, rows: int | None, *, one_partition: bool = False
+    ) -> contextlib.AbstractContextManager[bool]:
         """Through this process's SparkSession (method: session); a statement on a server
         keeps the server's settings (two SET statements would cost more than they save)."""
         connection = self.adapter.connections.get_if_exists()
         spark = None if connection is None else _session_of(connection)
-        return small_statements(spark, rows)
+        return small_statements(spark, rows, one_partition=one_partition)
 
     def shuffle_partitions(self) -> int | None:
         connection = self.adapter.connections.get_if_exists()
@@ -141,8 +146,10 @@ class SparkExecutor:
         with GATE.statement():
             return [tuple(row) for row in self.spark.sql(sql).collect()]
 
-    def small(self, rows: int | None) -> contextlib.AbstractContextManager[bool]:
-        return small_statements(self.spark, rows)
+    def small(
+        self, rows: int | None, *, one_partition: bool = False
+    ) -> contextlib.AbstractContextManager[bool]:
+        return small_statements(self.spark, rows, one_partition=one_partition)
 
     def shuffle_partitions(self) -> int | None:
         return session_shuffle_partitions(self.spark)
