@@ -462,6 +462,27 @@ def job_counter(spark: Any) -> Callable[[], int]:
     return lambda: max(tracker.getJobIdsForGroup(None) or [-1])
 
 
+def capture_jobs(
+    spark: Any, env: Any, master: TableName, rounds: list[list[str]]
+) -> list[tuple[int, int]]:
+    """Each round's statements run, then a capture: its Spark jobs and log rows."""
+    last_job = job_counter(spark)
+    seen = []
+    for statements in rounds:
+        for statement in statements:
+            spark.sql(statement)
+        job = last_job()
+        result = capture.capture(env, master)
+        seen.append((last_job() - job, result.log_rows))
+    return seen
+
+
+MERGE_ON_READ_V2 = (
+    "'format-version'='2', 'write.update.mode'='merge-on-read', "
+    "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'"
+)
+
+
 def keyed_master_for_jobs(
     spark: Any, name: str, columns: str, properties: str, rows: str
 ) -> tuple[Any, TableName]:
@@ -531,32 +552,21 @@ def test_a_merge_on_read_capture_of_few_changes_shuffles_once(
     the rows' shuffle, the numbering and the write, one job). Above ``ONE_TASK_ROWS``
     ("many": the bound lowered below an UPDATE's two changed rows, its new row and its
     deleted position) it keeps its pairing shuffle and adaptive execution, which runs
-    each stage as a job: four. "carried_over": each
-    UPDATE's delete file repeats the positions deleted before it in that data file (Spark
-    writes file-scoped delete files), which are not changed rows: at a bound of 2 every
-    capture still runs in one task, where counting them put the third over it. The log
-    is the same."""
+    each stage as a job: four. "carried_over": each UPDATE's delete file repeats the
+    positions deleted before it in that data file (Spark writes file-scoped delete
+    files), which are not changed rows: at a bound of 2 every capture still runs in one
+    task, where counting them put the third over it. The log is the same."""
     if bound is not None:
         monkeypatch.setattr(capture_sql, "ONE_TASK_ROWS", bound)
-    last_job = job_counter(spark)
     env, master = keyed_master_for_jobs(
-        spark, "one_task", "(k BIGINT NOT NULL, v INT)",
-        "'format-version'='2', 'write.update.mode'='merge-on-read', "
-        "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'",
+        spark, "one_task", "(k BIGINT NOT NULL, v INT)", MERGE_ON_READ_V2,
         "(1, 10), (2, 20), (3, 30)",
     )  # fmt: skip
     table = master.sql
-    seen = []
-    for round_no in range(3):
-        spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = {round_no + 1}")
-        job = last_job()
-        result = capture.capture(env, master)
-        seen.append((last_job() - job, result.log_rows))
+    rounds = [[f"UPDATE {table} SET v = v + 1 WHERE k = {k}"] for k in (1, 2, 3)]
+    seen = capture_jobs(spark, env, master, rounds)
     assert seen == [(jobs, 2)] * 3, seen
-    logged = spark.sql(
-        f"SELECT k, v, dmltype__, old_new__ FROM {master.schema}.mlog__m ORDER BY sequence__"
-    ).collect()
-    assert [tuple(r) for r in logged] == [
+    assert logged_changes(spark, table) == [
         (1, 10, "U", "O"), (1, 11, "U", "N"),
         (2, 20, "U", "O"), (2, 21, "U", "N"),
         (3, 30, "U", "O"), (3, 31, "U", "N"),
@@ -579,26 +589,18 @@ def test_the_positions_of_several_deleting_commits_are_grouped_in_one_task(
     the same: the repeated position stays the UPDATE's."""
     if bound is not None:
         monkeypatch.setattr(jvm_tables, "ONE_TASK_POSITIONS", bound)
-    last_job = job_counter(spark)
     env, master = keyed_master_for_jobs(
-        spark, "positions", "(k BIGINT NOT NULL, v INT)",
-        "'format-version'='2', 'write.update.mode'='merge-on-read', "
-        "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'",
+        spark, "positions", "(k BIGINT NOT NULL, v INT)", MERGE_ON_READ_V2,
         "(1, 10), (2, 20), (3, 30), (4, 40)",
     )  # fmt: skip
     table = master.sql
-    seen = []
-    for round_no in range(2):
-        spark.sql(f"UPDATE {table} SET v = v + 1 WHERE k = {2 * round_no + 1}")
-        spark.sql(f"DELETE FROM {table} WHERE k = {2 * round_no + 2}")
-        job = last_job()
-        result = capture.capture(env, master)
-        seen.append((last_job() - job, result.log_rows))
+    rounds = [
+        [f"UPDATE {table} SET v = v + 1 WHERE k = {k}", f"DELETE FROM {table} WHERE k = {k + 1}"]
+        for k in (1, 3)
+    ]
+    seen = capture_jobs(spark, env, master, rounds)
     assert seen == [(jobs, 3)] * 2, seen
-    logged = spark.sql(
-        f"SELECT k, v, dmltype__, old_new__ FROM {master.schema}.mlog__m ORDER BY sequence__"
-    ).collect()
-    assert [tuple(r) for r in logged] == [
+    assert logged_changes(spark, table) == [
         (1, 10, "U", "O"), (1, 11, "U", "N"), (2, 20, "D", "O"),
         (3, 30, "U", "O"), (3, 31, "U", "N"), (4, 40, "D", "O"),
     ]  # fmt: skip
@@ -639,10 +641,7 @@ def test_files_no_delete_applies_to_are_read_without_planning(
     spark.sql(f"DELETE FROM {table} WHERE k = 3")
     results.append(capture.capture(env, master).log_rows)
     assert results == [4, 5]
-    logged = spark.sql(
-        f"SELECT k, v, dmltype__, old_new__ FROM {master.schema}.mlog__m ORDER BY sequence__"
-    ).collect()
-    assert [tuple(r) for r in logged] == [
+    assert logged_changes(spark, table) == [
         (4, 40, "I", "N"), (2, 20, "U", "O"), (2, 21, "U", "N"), (5, 50, "I", "N"),
         (1, 10, "U", "O"), (1, 11, "U", "N"), (4, 40, "U", "O"), (4, 41, "U", "N"),
         (3, 30, "D", "O"),
