@@ -459,10 +459,21 @@ def listing_chunks(paths: Sequence[str], threshold: int) -> list[list[str]]:
     return [list(paths[i : i + threshold]) for i in range(0, len(paths), threshold)]
 
 
-def _positions(deleting: Sequence[tuple[Any, ...]]) -> int:
-    """The positions the delete files of ``deleting`` (their last item) hold, carried-over
-    ones included."""
-    return sum(int(d.recordCount()) for *_, deletes in deleting for d in deletes)
+def _first_reads(
+    deleting: Sequence[tuple[int, SnapshotInfo, list[Any]]], targets: Mapping[int, set[str]]
+) -> dict[int | None, set[str]]:
+    """The data files several deleting commits point into, by the snapshot each is read at:
+    the parent of the first commit that deletes from it. A row live there and named by a
+    later commit only was deleted by that commit: an earlier one deleting it would name it
+    too."""
+    first: dict[str, int | None] = {}
+    for ordinal, info, _ in deleting:
+        for path in sorted(targets[ordinal]):
+            first.setdefault(path, info.parent_id)
+    by_snapshot: dict[int | None, set[str]] = {}
+    for path, snapshot_id in first.items():
+        by_snapshot.setdefault(snapshot_id, set()).add(path)
+    return by_snapshot
 
 
 def _total_records(snapshot: Any) -> int | None:
@@ -537,13 +548,7 @@ class _Staging:
                 deleting.append((ordinal, info, deletes))
                 targets[ordinal] = self._targets(info, deletes)
             clean_adds[info.snapshot_id] = set(added_paths) - targets.get(ordinal, set())
-        sources = self._deleted_rows(deleting, targets) if deleting else []
-        # v2 deletes broadcast their positions, grouped by commit without a shuffle up to
-        # ONE_TASK_POSITIONS; v3 deletes join two scans with one.
-        unshuffled = not deleting or (
-            self.t.h.format_version(self.table) < 3
-            and (len(deleting) == 1 or _positions(deleting) <= ONE_TASK_POSITIONS)
-        )
+        sources, unshuffled = self._deleted_rows(deleting, targets) if deleting else ([], True)
         # The rows read (the whole files'; a delete's rows are not counted here).
         rows: int | None = None if deleting else 0
         for snapshot_id, files in sorted(by_read.items()):
@@ -592,15 +597,17 @@ class _Staging:
         self,
         deleting: Sequence[tuple[int, SnapshotInfo, list[Any]]],
         targets: Mapping[int, set[str]],
-    ) -> list[RowSource]:
+    ) -> tuple[list[RowSource], bool]:
         """Rows the commits' delete files removed: rows of the data files they point into
         (``targets``, by commit), live before the commit, at the positions they name
-        (position deletes and deletion vectors alike)."""
+        (position deletes and deletion vectors alike). With whether they shuffle nothing
+        (``CaptureReads.unshuffled``): v2 positions are broadcast, grouped by commit in
+        one task up to ``ONE_TASK_POSITIONS``; v3 deletes join two scans with a shuffle."""
         if self.t.h.format_version(self.table) >= 3:
             return [
                 RowSource(self._v3_deleted_rows(info, targets[ordinal]), {ordinal: -1})
                 for ordinal, info, _ in deleting
-            ]
+            ], False
         # v2: the rows live before the commit whose positions its delete files name. A
         # delete file may repeat positions deleted earlier (file-scoped deletes carry them
         # over), but those rows are not live before it. The positions are usually far
@@ -621,21 +628,18 @@ class _Staging:
                     f"{positions} c__ ON {on}",
                     {ordinal: -1},
                 )
-            ]
+            ], True
         # Several commits deleting from one data file (an UPDATE, then a DELETE): the file
-        # is read once, before the first of them, and each position goes to the first
-        # commit that names it. A row live there and named by a later commit only was
-        # deleted by that commit: an earlier one deleting it would name it too.
-        first: dict[str, int | None] = {}
-        for ordinal, info, _ in deleting:
-            for path in sorted(targets[ordinal]):
-                first.setdefault(path, info.parent_id)
-        by_snapshot: dict[int | None, set[str]] = {}
-        for path, snapshot_id in first.items():
-            by_snapshot.setdefault(snapshot_id, set()).add(path)
-        positions = self._delete_positions([(o, d) for o, _, d in deleting], position_key)
+        # is read once, before the first of them (``_first_reads``), and each position
+        # goes to the first commit that names it.
+        by_snapshot = _first_reads(deleting, targets)
+        count = sum(int(d.recordCount()) for _, _, deletes in deleting for d in deletes)
+        one_task = count <= ONE_TASK_POSITIONS
+        positions = self._delete_positions(
+            [(o, d) for o, _, d in deleting], position_key, one_task=one_task
+        )
         signs = {ordinal: -1 for ordinal, _, _ in deleting}
-        return [
+        sources = [
             RowSource(
                 f"SELECT /*+ BROADCAST(c__) */ {cols}, c__.ord__ FROM "
                 f"{self._stage(snapshot_id, {}, paths=paths, positions=True)} b__ JOIN "
@@ -645,6 +649,7 @@ class _Staging:
             )
             for snapshot_id, paths in sorted(by_snapshot.items(), key=lambda kv: kv[0] or 0)
         ]
+        return sources, one_task
 
     def _v3_deleted_rows(self, info: SnapshotInfo, targets: set[str]) -> str:
         """Staged scans of a v3 table do not expose _file/_pos (its row-lineage columns
@@ -664,15 +669,20 @@ class _Staging:
             "ON b__._file = c__._file AND b__._pos = c__._pos"
         )
 
-    def _delete_positions(self, deleting: Sequence[tuple[int, Sequence[Any]]], key: str) -> str:
+    def _delete_positions(
+        self,
+        deleting: Sequence[tuple[int, Sequence[Any]]],
+        key: str,
+        *,
+        one_task: bool = False,
+    ) -> str:
         """A temporary view of the (file__, pos) pairs of position delete files, read as
         the plain files they are (Iceberg writes them in the table's delete format):
         ``file__`` is ``key`` of the position's ``file_path`` (``_file_keys``). For several
-        commits, with ``ord__``: the first of them (by ordinal) that names each position
-        (in one task up to ``ONE_TASK_POSITIONS``)."""
+        commits, with ``ord__``: the first of them (by ordinal) that names each position,
+        found in one task when ``one_task`` (``ONE_TASK_POSITIONS``)."""
         by_commit = len(deleting) > 1
         threshold = self._listing_threshold()
-        positions = _positions(deleting)
         frame = None
         for ordinal, deletes in deleting:
             ords = [f"{ordinal} AS ord__"] if by_commit else []
@@ -689,7 +699,7 @@ class _Staging:
                     frame = part if frame is None else frame.unionByName(part)
         assert frame is not None
         if by_commit:
-            if positions <= ONE_TASK_POSITIONS:
+            if one_task:
                 frame = frame.coalesce(1)  # SinglePartition: the grouping needs no shuffle
             frame = frame.groupBy("file__", "pos").agg({"ord__": "min"})
             frame = frame.withColumnRenamed("min(ord__)", "ord__")
