@@ -240,11 +240,49 @@ def test_a_purge_stops_reading_views_at_one_that_holds_every_row(
         reads.append(list(read))
         if view != "v3":
             assert len(site.stamps("t")) == 2, f"after {view}: a view still needs both rows"
-    # v0: v0 has the rows, v1 not (stop; v1 is now read first). v2: v1 first (stop). v1:
-    # every view until v3, which has not refreshed (stop). v3: all have the rows: all read.
-    assert reads == [["v0", "v1"], ["v1"], ["v1", "v0", "v2", "v3"], ["v3", "v0", "v1", "v2"]]
+    # v0 (it held the log back at the last build's purge, so it is read first) has the
+    # rows; v3, the latest registered, has not (stop). v2 and v1: v3 first (stop). v3:
+    # all have the rows, all read: v3, the views not read since the last purge (latest
+    # registered first), then v0, read already.
+    assert reads == [["v0", "v3"], ["v3"], ["v3"], ["v3", "v2", "v1", "v0"]]
     assert site.stamps("t") == [], "every view refreshed: the log is empty"
     assert site.log("t").last_purge_rows == 2
+
+
+def test_the_purges_of_a_round_of_refreshes_read_each_view_once(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view a purge read as having consumed rows since the last purge is read last by
+    the purges after it, until rows go: a round of synchronous refreshes of n views on one
+    log reads at most 2n - 2 positions before its last purge, which reads all n. Before,
+    each purge read again every view refreshed before it (quadratic: 2 + 3 + ... reads).
+    Six views; two rounds, refreshed in the order they registered and then in reverse."""
+    site.sql(f"CREATE TABLE {site.schema}.t (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"ALTER TABLE {site.schema}.t SET IDENTIFIER FIELDS id")
+    site.sql(f"INSERT INTO {site.schema}.t VALUES (1, 1)")
+    site.create_log("t")
+    views = [f"v{i}" for i in range(6)]
+    for view in views:
+        site.refresh("t", view)
+    read: list[str] = []
+    real = consumers.read_position
+
+    def counted(env: Any, view: TableName, log_table: TableName) -> Any:
+        read.append(view.table)
+        return real(env, view, log_table)
+
+    monkeypatch.setattr(consumers, "read_position", counted)
+    for round_no, order in enumerate((views, views[::-1]), start=2):
+        site.sql(f"INSERT INTO {site.schema}.t VALUES ({round_no}, {round_no})")
+        reads = []
+        for view in order:
+            read.clear()
+            site.refresh("t", view)
+            reads.append(list(read))
+        assert sorted(reads[-1]) == views, "the last purge reads every view"
+        before_last = [v for r in reads[:-1] for v in r]
+        assert len(before_last) <= 2 * len(views) - 2, reads
+        assert site.stamps("t") == [], "every view refreshed: the log is empty"
 
 
 def test_seed_004_dropped_and_recreated_log_is_younger(site: Site) -> None:

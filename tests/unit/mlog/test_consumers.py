@@ -11,6 +11,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta
 from dbt.adapters.fastrefresh.mlog.consumers import (
     holds_everything,
     plan_purge,
+    purge_order,
     usability_problem,
 )
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog
@@ -22,7 +23,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     Position,
     new_log_state,
 )
-from dbt.adapters.fastrefresh.runtime.process import Runtime
+from dbt.adapters.fastrefresh.runtime.process import PurgeHint, Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 T0 = dt.datetime(2026, 1, 1)
@@ -122,6 +123,19 @@ def test_a_view_holding_every_row_is_exactly_what_leaves_nothing_to_purge(
     holding = any(holds_everything(loaded, v, p) for v, p in read.items())
     plan = plan_purge(loaded, read, T3)
     assert (plan is None) == (holding or purged == 10)
+
+
+def test_a_purge_reads_the_views_likeliest_to_hold_the_log_back_first() -> None:
+    users = {f"s.v{i}": Claim(T0 + dt.timedelta(minutes=i), 0, T0) for i in range(4)}
+    registered = log(users=users)
+    # Nothing known: the latest registered first.
+    assert purge_order(registered, PurgeHint("inc/1", 0)) == ["s.v3", "s.v2", "s.v1", "s.v0"]
+    # The last blocker first; the views known to have moved on last, latest registered first.
+    hint = PurgeHint("inc/1", 0, blocker="s.v1", moved={"s.v3", "s.v0"})
+    assert purge_order(registered, hint) == ["s.v1", "s.v2", "s.v3", "s.v0"]
+    # A blocker read since as moved on goes with the moved views.
+    hint = PurgeHint("inc/1", 0, blocker="s.v1", moved={"s.v1"})
+    assert purge_order(registered, hint) == ["s.v3", "s.v2", "s.v0", "s.v1"]
 
 
 def test_refresh_times_strictly_increase_per_log() -> None:

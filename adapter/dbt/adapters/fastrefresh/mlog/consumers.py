@@ -52,6 +52,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     ViewState,
 )
 from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.runtime.process import PurgeHint
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, storage_of, timestamp
 
 
@@ -311,20 +312,50 @@ def purge_positions(env: Env, log: LoadedLog) -> dict[str, Position | None] | No
 
     On a log many views share, most purges after a refresh stop at the first view read
     instead of reading every view's state (on the SQL path one to three statements per
-    view). The view that last held this log back in this process is read first.
+    view). The order (``purge_order``) puts first the view likeliest to hold the log back.
     """
-    blockers = env.runtime.purge_blockers
-    key = str(log.log_table)
-    # Stable: the last blocker first, then the registered views in their order.
-    order = sorted(log.state.users, key=lambda view: view != blockers.get(key))
+    hint = _purge_hint(env, log)
     positions: dict[str, Position | None] = {}
-    for view in order:
+    for view in purge_order(log, hint):
         position = read_position(env, TableName.parse(view), log.log_table)
         if holds_everything(log, view, position):
-            blockers[key] = view
+            hint.blocker = view
             return None
+        hint.moved.add(view)
         positions[view] = position
     return positions
+
+
+def purge_order(log: LoadedLog, hint: PurgeHint) -> list[str]:
+    """The registered views of ``log`` in the order a purge reads them (pure): the view that
+    held the log back last time, then the others from the latest registered (the views of
+    a dbt run refresh in the order of its DAG, which their first builds followed: the
+    latest registered is usually refreshed last, and holds the log back until then), and
+    last the views known to have consumed rows since the last purge (``hint.moved``).
+    Reading those first made the purges after a run's refreshes quadratic in its views:
+    each read again every view refreshed before it."""
+    users = log.state.users
+    return sorted(
+        users,
+        key=lambda view: (
+            view in hint.moved,
+            view != hint.blocker,
+            -users[view].registered_at.timestamp(),
+        ),
+    )
+
+
+def _purge_hint(env: Env, log: LoadedLog) -> PurgeHint:
+    """This process's ``PurgeHint`` of ``log`` (the caller holds the log's lock): a new one
+    after a purge, or when the log's history changed."""
+    state = log.state
+    epoch = state.epoch_id(log.config)
+    key = str(log.log_table)
+    hint = env.runtime.purge_hints.get(key)
+    if hint is None or (hint.epoch, hint.purged_sequence) != (epoch, state.purged_sequence):
+        hint = PurgeHint(epoch, state.purged_sequence)
+        env.runtime.purge_hints[key] = hint
+    return hint
 
 
 def plan_purge(
@@ -414,10 +445,25 @@ def purge(
         plan = None if positions is None else plan_purge(log, positions, when)
         if plan is not None:
             execute_purge(env, log, plan)
+            _hint_after(env, log, positions or {}, plan)
         elif record_empty:
             state = log.state.replace(last_purge_time=when, last_purge_rows=0)
             record_state(env, log, state, current=True)
         return plan
+
+
+def _hint_after(
+    env: Env, log: LoadedLog, positions: Mapping[str, Position | None], plan: PurgePlan
+) -> None:
+    """The hint a purge leaves for the next one: the views it read past its new purged
+    sequence have moved on already."""
+    moved = set()
+    for view in log.state.users:
+        place = place_on(log, view, positions.get(view))
+        if place is None or place.last_sequence > plan.through:
+            moved.add(view)
+    hint = PurgeHint(plan.state.epoch_id(log.config), plan.state.purged_sequence, moved=moved)
+    env.runtime.purge_hints[str(log.log_table)] = hint
 
 
 def purge_after_refresh(env: Env, setups: Sequence[Setup]) -> None:

@@ -13,8 +13,9 @@
 - ``ensured``: registry schemas known to exist and be current.
 - ``commits``/``reading``: the upkeep of dbt-fastrefresh's own tables (``protocol/upkeep.py``).
 - ``leases``: the leases this process holds on a shared catalog (``runtime/leases.py``).
-- ``purge_blockers``: per log table, the view that last held its purge back (the view
-  a purge reads first: ``mlog/consumers.purge_positions``); a hint, never a fact.
+- ``purge_hints``: per log table, what this process last learned of the views a purge
+  reads (``PurgeHint``, the order of ``mlog/consumers.purge_positions``); a hint, never
+  a fact.
 - ``in_use``: the logs a refresh of this process works on, from its setup to its wrap-up
   (``drop_mview_log`` refuses them meanwhile: the refresh would fail half-way).
 """
@@ -69,6 +70,21 @@ class CaptureRecord:
 
 
 @dataclass
+class PurgeHint:
+    """What this process last learned of the views on one log since its last purge,
+    at ``purged_sequence`` of history ``epoch``: the order in which a purge reads them.
+
+    ``blocker`` held the log back (it had consumed nothing since that purge); the views in
+    ``moved`` had consumed rows since. A view's position only grows while the purge stays,
+    so a view once moved is not the one that holds the log back: it is read last."""
+
+    epoch: str
+    purged_sequence: int
+    blocker: str | None = None
+    moved: set[str] = field(default_factory=set)
+
+
+@dataclass
 class Journal:
     """What this process did since the last publish (per registry schema)."""
 
@@ -101,7 +117,7 @@ class Runtime:
         self.commits: dict[str, int] = {}
         self.reading: dict[str, int] = {}
         self.in_use: dict[str, int] = {}
-        self.purge_blockers: dict[str, str] = {}
+        self.purge_hints: dict[str, PurgeHint] = {}
         old = getattr(self, "leases", None)
         if old is not None:
             old.stop()
