@@ -14,6 +14,7 @@ import itertools
 import re
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -210,21 +211,19 @@ def test_seed_003_last_purge_date_and_two_sites(site: Site) -> None:
     assert (log.oldest, log.youngest, log.last_purge_time) == (first, second, second)
 
 
-def test_a_purge_stops_reading_views_at_one_that_holds_every_row(
-    site: Site, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A synchronous purge reads the views' positions one at a time and stops at the first
-    view that has consumed nothing since the last purge: nothing can go then. Four views
-    on one log; the purge after each refresh counts its reads of a view's position."""
+def views_on_one_log(site: Site, views: Sequence[str]) -> None:
+    """A keyed table ``t`` with one row and a log, and ``views`` built on it in order."""
     site.sql(f"CREATE TABLE {site.schema}.t (id INT NOT NULL, v INT) USING iceberg")
     site.sql(f"ALTER TABLE {site.schema}.t SET IDENTIFIER FIELDS id")
     site.sql(f"INSERT INTO {site.schema}.t VALUES (1, 1)")
     site.create_log("t")
-    views = ("v0", "v1", "v2", "v3")
     for view in views:
         site.refresh("t", view)
-    site.sql(f"INSERT INTO {site.schema}.t VALUES (2, 2), (3, 3)")
-    capture.capture(site.env, site.t("t"))
+
+
+def count_position_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The views whose position on a log purges read from now on, in order (a list the
+    caller may clear)."""
     read: list[str] = []
     real = consumers.read_position
 
@@ -233,6 +232,19 @@ def test_a_purge_stops_reading_views_at_one_that_holds_every_row(
         return real(env, view, log_table)
 
     monkeypatch.setattr(consumers, "read_position", counted)
+    return read
+
+
+def test_a_purge_stops_reading_views_at_one_that_holds_every_row(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A synchronous purge reads the views' positions one at a time and stops at the first
+    view that has consumed nothing since the last purge: nothing can go then. Four views
+    on one log; the purge after each refresh counts its reads of a view's position."""
+    views_on_one_log(site, ("v0", "v1", "v2", "v3"))
+    site.sql(f"INSERT INTO {site.schema}.t VALUES (2, 2), (3, 3)")
+    capture.capture(site.env, site.t("t"))
+    read = count_position_reads(monkeypatch)
     reads = []
     for view in ("v0", "v2", "v1", "v3"):
         read.clear()
@@ -257,21 +269,9 @@ def test_the_purges_of_a_round_of_refreshes_read_each_view_once(
     log reads at most 2n - 2 positions before its last purge, which reads all n. Before,
     each purge read again every view refreshed before it (quadratic: 2 + 3 + ... reads).
     Six views; two rounds, refreshed in the order they registered and then in reverse."""
-    site.sql(f"CREATE TABLE {site.schema}.t (id INT NOT NULL, v INT) USING iceberg")
-    site.sql(f"ALTER TABLE {site.schema}.t SET IDENTIFIER FIELDS id")
-    site.sql(f"INSERT INTO {site.schema}.t VALUES (1, 1)")
-    site.create_log("t")
     views = [f"v{i}" for i in range(6)]
-    for view in views:
-        site.refresh("t", view)
-    read: list[str] = []
-    real = consumers.read_position
-
-    def counted(env: Any, view: TableName, log_table: TableName) -> Any:
-        read.append(view.table)
-        return real(env, view, log_table)
-
-    monkeypatch.setattr(consumers, "read_position", counted)
+    views_on_one_log(site, views)
+    read = count_position_reads(monkeypatch)
     for round_no, order in enumerate((views, views[::-1]), start=2):
         site.sql(f"INSERT INTO {site.schema}.t VALUES ({round_no}, {round_no})")
         reads = []
