@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 
 import pytest
@@ -272,43 +271,3 @@ def test_a_snapshots_schema_is_matched_to_the_current_one_by_field_id() -> None:
     assert ambiguous(plain, [Column(c.name, c.type) for c in then])
     assert not ambiguous([*then, Column("z", "string")], then)  # an ADD COLUMN alone
     assert at_snapshot([*then, Column("z", "string")], then) == AtSnapshot(absent=frozenset({"z"}))
-
-
-def _staged_rewrites(rows: int) -> CaptureReads:
-    """``_rewrites`` as the Java path stages them: exact files, ``rows`` rows in all."""
-    return dataclasses.replace(_rewrites(rows), unshuffled=True)
-
-
-@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "keyless"])
-def test_few_rows_read_are_captured_in_one_task_without_a_shuffle(keyed: bool) -> None:
-    columns = [Column("k", "bigint"), Column("v", "int"), Column("s", "string")]
-    config = _config(Flavour.TIMESTAMP, ("k",) if keyed else ())
-    limit = capture_sql.ONE_TASK_READ_ROWS
-    sql = capture_statement(config, columns, _staged_rewrites(limit), 0, session_partitions=4)
-    # The sources' rows in one partition, read without a shuffle; the multiset difference
-    # over them as they are (one partition satisfies its grouping), and no shuffle hint.
-    assert "src AS (SELECT /*+ COALESCE(1) */ * FROM (SELECT `k`, `v`, `s`, -1 AS s0__" in sql
-    assert "sum(s0__) AS n0__ FROM src GROUP BY `k`, `v`, `s`" in sql
-    assert "DISTRIBUTE BY" not in sql and "REPARTITION" not in sql
-    # Above the bound, or with rows not known, or sources that shuffle themselves (the SQL
-    # path's reads): the statement's shuffles as before.
-    unknown = dataclasses.replace(_rewrites(None), unshuffled=True)
-    for reads in (_staged_rewrites(limit + 1), unknown, _rewrites(limit)):
-        other = capture_statement(config, columns, reads, 0, session_partitions=4)
-        assert "COALESCE" not in other
-        assert ("FROM (SELECT * FROM src DISTRIBUTE BY `k`)" in other) is keyed
-
-
-def test_few_appended_rows_are_captured_in_one_task() -> None:
-    columns = [Column("k", "bigint"), Column("v", "int")]
-    reads = CaptureReads(
-        ((0, SnapshotInfo(7, 6, "append", None)),),
-        (RowSource("SELECT k, v FROM a", {0: 1}, whole_files=True),),
-        rows=10,
-        unshuffled=True,
-    )
-    sql = capture_statement(_config(Flavour.TIMESTAMP, ("k",)), columns, reads, 0)
-    assert (
-        "net AS (SELECT /*+ COALESCE(1) */ * FROM (SELECT 0 AS ord__, `k`, `v`, 1 AS n__ "
-        "FROM (SELECT k, v FROM a) r__) u__)"
-    ) in sql

@@ -21,12 +21,6 @@ The multiset difference aggregates every row the commits rewrote, carried-over r
 included: tens of millions when a copy-on-write commit rewrites a large file. When the
 number of rows read is known, the rows get enough shuffle partitions that each
 partition's aggregation fits in memory (``netting_partitions``).
-
-When the files read hold few rows in all (``ONE_TASK_READ_ROWS``, known on the Java path),
-the whole statement runs in one task: its sources are read into one partition without a
-shuffle (``COALESCE(1)``), which every aggregation, the pairing and the numbering accept
-as it is. One Spark job and no shuffle, where the multiset difference and the numbering
-took three jobs.
 """
 
 from __future__ import annotations
@@ -48,17 +42,6 @@ UNMARKED_SQL = "TIMESTAMP_NTZ'4000-01-01 00:00:00'"
 # 0.69 s against 0.75 s (medians of 20, warm); 100,000 changes, 1.51 s against 1.49 s. Above
 # it the pairing keeps its own shuffle, whose tasks run in parallel.
 ONE_TASK_ROWS = 100_000
-
-# Rows read (the files' records, on the Java path) up to which the capture statement reads
-# its sources into one partition without a shuffle and runs in one task (``in_one_task``).
-# A master keyed on k, 4 commits a round (an INSERT of 2 rows, UPDATEs of a fifth of the
-# rows and of one row, a DELETE of one), copy-on-write; rounds alternating between the
-# two plans in one process, 2 cores, 2026-12-01 (medians): 20 rows, 1.06 s in three jobs
-# against 0.81 s in one (13 of 14 pairs faster); 20,000 rows (about 100,000 read), 1.56 s
-# against 1.28 s; 100,000 rows (about 500,000 read), 1.90 s against 1.78 s; 300,000 and
-# 600,000 rows, even (2.99 s and 2.79 s; 4.73 s and 4.60 s). The bound stays where one
-# task's share of the reading is small on more cores too.
-ONE_TASK_READ_ROWS = 500_000
 
 # The bytes of rows (at their width in memory) per shuffle partition of the multiset
 # difference, above the session's own partition count. A hash aggregation whose partition
@@ -117,13 +100,10 @@ def capture_statement(
     commits = _commit_map(reads, start_sequence, first)
     keys = [] if config.keyless else [ident(k) for k in config.key_columns]
     netted = config.keyless or reads.carries_over
-    single = in_one_task(reads)
-    partitions = (
-        netting_partitions(reads, columns, session_partitions) if netted and not single else None
-    )
+    partitions = netting_partitions(reads, columns, session_partitions) if netted else None
     ctes = [
-        *_net(columns, reads, netted=netted, keys=keys, partitions=partitions, single=single),
-        *_images(config, names, reads.removes, commits, one_task=_one_task(reads) and not single),
+        *_net(columns, reads, netted=netted, keys=keys, partitions=partitions),
+        *_images(config, names, reads.removes, commits, one_task=_one_task(reads)),
     ]
     return (
         "WITH "
@@ -140,12 +120,6 @@ def one_partition(config: LogConfig, reads: CaptureReads) -> bool:
     (``runtime/interpreted.py``, ``ADAPTIVE_OFF``)."""
     netted = config.keyless or reads.carries_over
     return reads.unshuffled and not netted and _one_task(reads)
-
-
-def in_one_task(reads: CaptureReads) -> bool:
-    """Whether the statement reads its sources into one partition and runs in one task:
-    they hold at most ``ONE_TASK_READ_ROWS`` rows (known) and shuffle nothing themselves."""
-    return reads.unshuffled and reads.rows is not None and reads.rows <= ONE_TASK_READ_ROWS
 
 
 def _one_task(reads: CaptureReads) -> bool:
@@ -190,7 +164,6 @@ def _net(
     netted: bool,
     keys: Sequence[str],
     partitions: int | None = None,
-    single: bool = False,
 ) -> list[str]:
     """CTEs ending in ``net``: each changed row of each commit, ``n__`` times (< 0: removed).
 
@@ -204,10 +177,7 @@ def _net(
 
     ``partitions``: the multiset difference's shuffle partitions (None: the session's).
     A key-less log's rows are distributed by all their columns then, as the aggregation
-    would: still one shuffle.
-
-    ``single``: the sources are read into one partition without a shuffle
-    (``in_one_task``); one partition satisfies every aggregation and window after it."""
+    would: still one shuffle."""
     names = [c.name for c in columns]
     sel = ", ".join(ident(n) for n in names)
     ordinals = [o for o, _ in reads.commits]
@@ -217,36 +187,33 @@ def _net(
         ]
     if not reads.removes:
         # Only inserts (appends): every row read is one added row of its commit.
-        inserts = "\n  UNION ALL ".join(
-            f"SELECT {next(iter(r.signs))} AS ord__, {sel}, 1 AS n__ FROM ({r.sql}) r__"
-            for r in reads.sources
+        return [
+            "net AS ("
+            + "\n  UNION ALL ".join(
+                f"SELECT {next(iter(r.signs))} AS ord__, {sel}, 1 AS n__ FROM ({r.sql}) r__"
+                for r in reads.sources
+            )
+            + ")"
+        ]
+    src = (
+        "src AS ("
+        + "\n  UNION ALL ".join(
+            f"SELECT {sel}, {_signs(r, ordinals)} FROM ({r.sql}) r__" for r in reads.sources
         )
-        return [f"net AS ({_coalesced(inserts) if single else inserts})"]
-    rows = "\n  UNION ALL ".join(
-        f"SELECT {sel}, {_signs(r, ordinals)} FROM ({r.sql}) r__" for r in reads.sources
+        + ")"
     )
-    src = f"src AS ({_coalesced(rows) if single else rows})"
     if not netted:
         return [src, _per_commit("src", "s", names, ordinals)]
     # Each distinct row once, with its count in each commit (-1 removed, +1 added): rows a
     # commit removed and added again (copy-on-write carry-overs) count 0 there and are
     # dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
     counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
-    placed = (
-        "src"
-        if single
-        else _placed("src", keys or [ident(n) for n in names], partitions, by_key=bool(keys))
-    )
+    placed = _placed("src", keys or [ident(n) for n in names], partitions, by_key=bool(keys))
     return [
         src,
         f"w AS (SELECT {sel}, {counts} FROM {placed} GROUP BY {sel})",
         _per_commit("w", "n", names, ordinals),
     ]
-
-
-def _coalesced(union: str) -> str:
-    """``union``'s rows in one partition, without a shuffle (its scans run in one task)."""
-    return f"SELECT /*+ COALESCE(1) */ * FROM ({union}) u__"
 
 
 def _signs(source: RowSource, ordinals: Sequence[int]) -> str:
