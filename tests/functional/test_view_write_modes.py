@@ -7,9 +7,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from dbt.adapters.fastrefresh.engine import refresh
-from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import keyed_master_with_log, refresh_and_check
+from dbt.adapters.fastrefresh.sqltext import TableName, replace_all
+from tests.functional.sites import keyed_master_with_log, matches, refresh_and_check
 
 SCHEMA = "viewmodes"
 MERGE_ON_READ = refresh.TableSpec(
@@ -87,14 +89,17 @@ def test_merge_on_read_views_refresh_fast_and_survive_compaction(spark: Any) -> 
     assert "changed outside dbt-fastrefresh" in str(results["rows_v"].reason)
 
 
-def test_a_refresh_that_empties_a_view_empties_it_under_dynamic_overwrite(spark: Any) -> None:
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_refresh_that_empties_a_view_empties_it_under_dynamic_overwrite(
+    spark: Any, path: str
+) -> None:
     """dbt-spark's ``insert_overwrite`` strategy sets Spark's dynamic partition overwrite
     mode for the whole session, and under it an ``INSERT OVERWRITE`` replaces only the
     partitions its rows reach: with no rows, nothing. The small view's one-statement delta
     and the complete refresh in place must still empty the view, or a partition of it,
     when its query returns no rows there."""
-    schema = f"{SCHEMA}_dyn"
-    env = keyed_master_with_log(spark, schema, rows=50, groups=5)
+    schema = f"{SCHEMA}_dyn_{path}"
+    env = keyed_master_with_log(spark, schema, rows=50, groups=5, path=path)
     views = {
         "rows_v": (f"SELECT k, g, x FROM {schema}.m WHERE x > 0", None),
         "agg_v": (f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g", None),
@@ -131,3 +136,62 @@ def test_a_refresh_that_empties_a_view_empties_it_under_dynamic_overwrite(spark:
             assert spark.sql(f"SELECT count(*) FROM {schema}.{name}").collect()[0][0] == 0, name
     finally:
         spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_view_takes_its_delta_in_one_statement_while_it_has_few_files(
+    spark: Any, path: str
+) -> None:
+    """A copy-on-write view of at most ``OVERWRITE_MAX_FILES`` data files takes its delta
+    as one statement replacing it, a larger one as a MERGE, on both paths. The Java path
+    reads the count from the current snapshot's summary; the SQL path reads it after each
+    commit (one ``.snapshots`` query) while the view may be small, and keeps it in the
+    view's state: a view it found large stays so, unread, until a complete refresh."""
+    schema = f"{SCHEMA}_files_{path}"
+    env = keyed_master_with_log(spark, schema, rows=20, groups=1, path=path)  # g = 0 only
+    view, storage = TableName(schema, "part_v"), TableName(schema, "part_v__fr_data")
+    sql = f"SELECT k, g, x FROM {schema}.m"
+    table = refresh.TableSpec(options="PARTITIONED BY (g)")  # a file per group
+
+    def data_files() -> int:
+        return int(
+            spark.sql(f"SELECT count(*) FROM {storage.metadata('data_files')}").collect()[0][0]
+        )
+
+    def step(dml: str, expect: str = "FAST", method: str = "force") -> list[str]:
+        """``dml`` on the master, then a refresh checked against the query: its statements."""
+        spark.sql(dml)
+        before = len(env.sql.statements)
+        result = refresh.refresh_view(
+            env, view=view, sql=sql, method=method, exists=True, table=table
+        )
+        assert result.refresh_type == expect, result.reason
+        assert matches(spark, view, sql)
+        return env.sql.statements[before:]
+
+    def counted(ran: list[str]) -> bool:
+        return any(storage.metadata("snapshots") in s for s in ran)
+
+    def choice() -> bool:
+        record = refresh.load_view(env, view)
+        assert record is not None
+        return refresh.overwrites(record)
+
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE", table=table)
+    assert data_files() == 1 and choice()
+    # Two more groups: the one-statement delta writes three files.
+    ran = step(f"INSERT INTO {schema}.m VALUES (100, 1, 1), (101, 2, 1)")
+    assert any(replace_all(storage) in s for s in ran), "the one-statement delta"
+    assert counted(ran) is (path == "sql"), "the SQL path reads the count after it"
+    assert data_files() == 3 and not choice()
+    ran = step(f"UPDATE {schema}.m SET x = 2 WHERE k = 100")
+    assert any("MERGE INTO" in s for s in ran) and not counted(ran)
+    # Back to one file: the Java path sees it; the SQL path keeps the view large, unread.
+    ran = step(f"DELETE FROM {schema}.m WHERE g > 0")
+    assert any("MERGE INTO" in s for s in ran) and not counted(ran)
+    assert data_files() == 1 and choice() is (path == "java")
+    # A complete refresh counts again.
+    step(f"UPDATE {schema}.m SET x = 3 WHERE k = 1", expect="COMPLETE", method="complete")
+    assert data_files() == 1 and choice()
+    ran = step(f"UPDATE {schema}.m SET x = 4 WHERE k = 1")
+    assert any(replace_all(storage) in s for s in ran)

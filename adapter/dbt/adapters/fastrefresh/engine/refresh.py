@@ -93,8 +93,10 @@ CHEAP_RANGE = 20_000
 # whole view (``sqltext.replace_all``) instead of a MERGE: a copy-on-write MERGE rewrites
 # the files its changed rows are in, which for so few files is all of them, and first runs
 # the delta once more to find those files. (An aggregate view of 10,000 groups, 1%
-# changes: 0.6-0.8 s against 1.0-1.2 s.) Every shape; only on the Java path, which knows
-# the count without a statement.
+# changes: 0.6-0.8 s against 1.0-1.2 s.) Every shape. The Java path knows the count from
+# the current snapshot's summary; the SQL path reads it after its commits (one
+# ``.snapshots`` query, ``commit_view``) while the view may be small, and keeps it in the
+# view's state.
 OVERWRITE_MAX_FILES = 2
 
 
@@ -245,9 +247,14 @@ def load_view(env: Env, view: TableName, *, columns: bool = True) -> ViewRecord 
     found = latest_state(meta, VIEW_STATE, history)
     state = ViewState.from_json(found.text) if found.text else None
     files = None
-    if env.tables.kind == "java" and meta.current_snapshot is not None:
-        current = history.get(meta.current_snapshot)  # the state's walk has read it
-        files = current.data_files if current else None
+    current = meta.current_snapshot
+    if env.tables.kind != "java" and not found.in_summary and found.anchor == current:
+        # The SQL path's state, written after the current snapshot: the count it read then
+        # (None: it read none), where reading the history would cost a statement.
+        files = state.data_files if state else None
+    elif current is not None:
+        info = history.get(current)  # the state's walk has read it
+        files = info.data_files if info else None
     return ViewRecord(meta, config, state, found, files, view)
 
 
@@ -257,9 +264,12 @@ def overwrites(record: ViewRecord) -> bool:
     nothing, it adds a delete file."""
     if record.data_files is None or record.data_files > OVERWRITE_MAX_FILES:
         return False
-    if record.config is None:
-        return False
-    spec = TableSpec(record.config.table_options, record.config.table_properties)
+    return record.config is not None and copy_on_write(record.config)
+
+
+def copy_on_write(config: ViewConfig) -> bool:
+    """Whether the view's MERGE rewrites files (its table is not merge-on-read)."""
+    spec = TableSpec(config.table_options, config.table_properties)
     return spec.table_properties().get("write.merge.mode") != "merge-on-read"
 
 
@@ -799,9 +809,15 @@ class _Refresh:
         statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
         state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)
         rows = rows_read([record.meta, *(m.meta for m in self.masters)], log_rows)
+        # A view known to be large stays so for the SQL path until it is rebuilt: its count
+        # goes on in its state, unread (reading it after each MERGE would cost more than
+        # the one-statement delta saves the view that shrinks).
+        large = record.data_files is not None and record.data_files > OVERWRITE_MAX_FILES
+        if large and self.env.tables.kind != "java":
+            state = state.replace(data_files=record.data_files)
         commit_view(
             self.env, self.storage, statement, state, fault="apply.after_merge", view=self.view,
-            rows=rows,
+            rows=rows, count_files=not large and copy_on_write(record.config),
         )  # fmt: skip
         return log_rows, False
 
@@ -846,7 +862,7 @@ class _Refresh:
             )
         commit_view(
             env, self.storage, statement, state, fault="apply.after_rebuild", view=self.view,
-            rows=rows_read(m.meta for m in self.masters),
+            rows=rows_read(m.meta for m in self.masters), count_files=copy_on_write(config),
         )  # fmt: skip
         if in_place and record is not None and record.config != config:
             # After the data: a crash between the two leaves the old configuration, which
@@ -884,13 +900,17 @@ class _Refresh:
 
 def commit_view(
     env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str,
-    view: TableName, rows: int | None = None,
+    view: TableName, rows: int | None = None, count_files: bool = False,
 ) -> None:  # fmt: skip
     """Run ``statement`` (the view's MERGE or rebuild of its ``storage`` table) with the
     view's new ``state``: in the commit's snapshot summary where the path can, else as a
     property right after (each write only while the view's lease, on a shared catalog,
     is still this process's). ``rows``: what the statement reads at most (small: it
-    runs without generated code, ``runtime/interpreted.py``)."""
+    runs without generated code, ``runtime/interpreted.py``). ``count_files``: the
+    property's state also gives the table's data files at the new snapshot, read from
+    its summary (one ``.snapshots`` query), for the next refresh's choice of statement
+    (``overwrites``; the Java path reads the summary at that refresh for nothing); else
+    ``state.data_files`` stays as it is."""
     env.check_leases([f"view:{view}"])
     with env.tables.summary({VIEW_STATE: state.to_json()}) as attached, env.sql.small(rows):
         env.sql.execute(statement)
@@ -899,7 +919,11 @@ def commit_view(
         return
     env.check_leases([f"view:{view}"])
     meta = env.tables.load_state(storage)
-    stored = state.replace(snapshot=meta.current_snapshot if meta else None)
+    current = meta.current_snapshot if meta else None
+    stored = state.replace(snapshot=current)
+    if count_files:
+        info = env.tables.history(storage).get(current) if current is not None else None
+        stored = stored.replace(data_files=info.data_files if info else None)
     env.tables.set_properties(storage, {VIEW_STATE: stored.to_json()})
 
 

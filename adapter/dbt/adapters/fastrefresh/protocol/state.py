@@ -371,6 +371,10 @@ class ViewState:
     # as NULL: ``sqlgen.filled_read``); the view's next refresh that applies changes
     # rebuilds it from a newer one.
     filled: tuple[str, ...] = ()
+    # In a table property (the SQL path): the view's data files at ``snapshot`` as read
+    # after its commit (``refresh.commit_view``), or, for a view found larger than a
+    # one-statement delta suits, as read at an earlier one (None: not read).
+    data_files: int | None = None
 
     def to_json(self) -> str:
         return _dumps(
@@ -386,6 +390,7 @@ class ViewState:
                 "master_snapshots": dict(sorted(self.master_snapshots.items())),
                 "snapshot": self.snapshot,
                 **({"filled": list(self.filled)} if self.filled else {}),
+                **({"data_files": self.data_files} if self.data_files is not None else {}),
             }
         )
 
@@ -404,6 +409,7 @@ class ViewState:
             master_snapshots={k: int(v) for k, v in d.get("master_snapshots", {}).items()},
             snapshot=d.get("snapshot"),
             filled=tuple(d.get("filled", ())),
+            data_files=d.get("data_files"),
         )
 
     def replace(self, **changes: Any) -> ViewState:
