@@ -65,6 +65,9 @@ def test_states_round_trip_through_json() -> None:
     assert "filled" not in vstate.to_json()
     filled = vstate.replace(filled=("s.t",))
     assert ViewState.from_json(filled.to_json()) == filled
+    assert "data_files" not in vstate.to_json()  # written by the SQL path alone
+    counted = vstate.replace(snapshot=7, data_files=3)
+    assert ViewState.from_json(counted.to_json()) == counted
 
 
 def _meta(current: int | None, properties: dict[str, str]) -> TableMeta:
