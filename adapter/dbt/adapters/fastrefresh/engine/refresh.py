@@ -148,6 +148,11 @@ class ViewRecord:
         """The view's name (its identity on logs and in the registry)."""
         return self.view or self.meta.name
 
+    @property
+    def large(self) -> bool:
+        """Known to hold more data files than a one-statement delta suits."""
+        return self.data_files is not None and self.data_files > OVERWRITE_MAX_FILES
+
 
 def resolve_views(env: Env, sql: str, found: dict[TableName, TableMeta] | None = None) -> str:
     """``sql`` reading each fast_refresh view it names as that view does, from its storage
@@ -262,7 +267,7 @@ def overwrites(record: ViewRecord) -> bool:
     """Whether the view takes its delta as one statement replacing it whole
     (``OVERWRITE_MAX_FILES``). Only a copy-on-write view: a merge-on-read MERGE rewrites
     nothing, it adds a delete file."""
-    if record.data_files is None or record.data_files > OVERWRITE_MAX_FILES:
+    if record.data_files is None or record.large:
         return False
     return record.config is not None and copy_on_write(record.config)
 
@@ -812,12 +817,10 @@ class _Refresh:
         # A view known to be large stays so for the SQL path until it is rebuilt: its count
         # goes on in its state, unread (reading it after each MERGE would cost more than
         # the one-statement delta saves the view that shrinks).
-        large = record.data_files is not None and record.data_files > OVERWRITE_MAX_FILES
-        if large and self.env.tables.kind != "java":
-            state = state.replace(data_files=record.data_files)
         commit_view(
             self.env, self.storage, statement, state, fault="apply.after_merge", view=self.view,
-            rows=rows, count_files=not large and copy_on_write(record.config),
+            rows=rows, count_files=not record.large and copy_on_write(record.config),
+            known_files=record.data_files if record.large else None,
         )  # fmt: skip
         return log_rows, False
 
@@ -901,6 +904,7 @@ class _Refresh:
 def commit_view(
     env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str,
     view: TableName, rows: int | None = None, count_files: bool = False,
+    known_files: int | None = None,
 ) -> None:  # fmt: skip
     """Run ``statement`` (the view's MERGE or rebuild of its ``storage`` table) with the
     view's new ``state``: in the commit's snapshot summary where the path can, else as a
@@ -910,7 +914,7 @@ def commit_view(
     property's state also gives the table's data files at the new snapshot, read from
     its summary (one ``.snapshots`` query), for the next refresh's choice of statement
     (``overwrites``; the Java path reads the summary at that refresh for nothing); else
-    ``state.data_files`` stays as it is."""
+    it keeps ``known_files``, a count read before."""
     env.check_leases([f"view:{view}"])
     with env.tables.summary({VIEW_STATE: state.to_json()}) as attached, env.sql.small(rows):
         env.sql.execute(statement)
@@ -920,10 +924,11 @@ def commit_view(
     env.check_leases([f"view:{view}"])
     meta = env.tables.load_state(storage)
     current = meta.current_snapshot if meta else None
-    stored = state.replace(snapshot=current)
+    files = known_files
     if count_files:
         info = env.tables.history(storage).get(current) if current is not None else None
-        stored = stored.replace(data_files=info.data_files if info else None)
+        files = info.data_files if info else None
+    stored = state.replace(snapshot=current, data_files=files)
     env.tables.set_properties(storage, {VIEW_STATE: stored.to_json()})
 
 
