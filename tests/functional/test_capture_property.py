@@ -391,6 +391,31 @@ def test_delete_files_beyond_sparks_listing_threshold_are_read_without_a_listing
 
 
 @pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_delete_file_over_several_data_files_is_read_for_its_paths(spark: Any, path: str) -> None:
+    """A merge-on-read master writing partition-scoped delete files
+    (``write.delete.granularity`` = ``partition``): one commit's single delete file points
+    into five data files, so its ``file_path`` bounds name none of them (Iceberg's
+    ``ContentFileUtil.referencedDataFileLocation`` gives nothing); the Java path reads the
+    paths from the file itself. Every deleted row is logged once."""
+    env, table = merge_on_read_master(spark, f"partition_deletes_{path}", path)
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.granularity'='partition')")
+    for k in range(1, 6):  # five data files of two rows
+        spark.sql(
+            f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
+            f"({k}, {10 * k}), ({k + 100}, 0)"
+        )
+    mlog.create_mview_log(env, table)
+    spark.sql(f"DELETE FROM {table} WHERE k < 100")
+    capture.capture(env, TableName.parse(table))
+    deletes = spark.sql(
+        f"SELECT summary['added-delete-files'] FROM {table}.snapshots WHERE operation <> 'append'"
+    ).collect()
+    assert [r[0] for r in deletes] == ["1"]
+    assert logged_changes(spark, table) == [(k, 10 * k, "D", "O") for k in range(1, 6)]
+
+
+@pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("keys", ["hashed", "by_path"])
 def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
     spark: Any, monkeypatch: pytest.MonkeyPatch, keys: str
