@@ -350,6 +350,26 @@ def test_commits_deleting_from_one_file_are_captured_once_each(spark: Any, path:
     ]  # fmt: skip
 
 
+def delete_from_five_files(spark: Any, env: Any, table: str) -> None:
+    """Five data files of two rows each (keys 1-5 and 101-105) in ``table``, its log
+    created, then one DELETE of a row of each file (keys 1-5)."""
+    for k in range(1, 6):
+        spark.sql(
+            f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
+            f"({k}, {10 * k}), ({k + 100}, 0)"
+        )
+    mlog.create_mview_log(env, table)
+    spark.sql(f"DELETE FROM {table} WHERE k < 100")
+
+
+def delete_files_added(spark: Any, table: str) -> list[str]:
+    """The delete files each commit of ``table`` other than an append added."""
+    rows = spark.sql(
+        f"SELECT summary['added-delete-files'] FROM {table}.snapshots WHERE operation <> 'append'"
+    ).collect()
+    return [r[0] for r in rows]
+
+
 @pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "one_read"])
 def test_delete_files_beyond_sparks_listing_threshold_are_read_without_a_listing_job(
@@ -363,13 +383,7 @@ def test_delete_files_beyond_sparks_listing_threshold_are_read_without_a_listing
     (the positions' broadcast; the rest, without adaptive execution, in one), three with
     the listing job."""
     env, table = merge_on_read_master(spark, f"listing_{chunked}", "java")
-    for k in range(1, 6):  # five data files of two rows
-        spark.sql(
-            f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
-            f"({k}, {10 * k}), ({k + 100}, 0)"
-        )
-    mlog.create_mview_log(env, table)
-    spark.sql(f"DELETE FROM {table} WHERE k < 100")
+    delete_from_five_files(spark, env, table)
     threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
     before = spark.conf.get(threshold)
     spark.conf.set(threshold, "2")
@@ -382,10 +396,7 @@ def test_delete_files_beyond_sparks_listing_threshold_are_read_without_a_listing
         jobs = last_job() - job
     finally:
         spark.conf.set(threshold, before)
-    deletes = spark.sql(
-        f"SELECT summary['added-delete-files'] FROM {table}.snapshots WHERE operation <> 'append'"
-    ).collect()
-    assert [r[0] for r in deletes] == ["5"]
+    assert delete_files_added(spark, table) == ["5"]
     assert logged_changes(spark, table) == [(k, 10 * k, "D", "O") for k in range(1, 6)]
     assert jobs == (2 if chunked else 3), jobs
 
@@ -400,18 +411,9 @@ def test_a_delete_file_over_several_data_files_is_read_for_its_paths(spark: Any,
     paths from the file itself. Every deleted row is logged once."""
     env, table = merge_on_read_master(spark, f"partition_deletes_{path}", path)
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.granularity'='partition')")
-    for k in range(1, 6):  # five data files of two rows
-        spark.sql(
-            f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ * FROM VALUES "
-            f"({k}, {10 * k}), ({k + 100}, 0)"
-        )
-    mlog.create_mview_log(env, table)
-    spark.sql(f"DELETE FROM {table} WHERE k < 100")
+    delete_from_five_files(spark, env, table)
     capture.capture(env, TableName.parse(table))
-    deletes = spark.sql(
-        f"SELECT summary['added-delete-files'] FROM {table}.snapshots WHERE operation <> 'append'"
-    ).collect()
-    assert [r[0] for r in deletes] == ["1"]
+    assert delete_files_added(spark, table) == ["1"]
     assert logged_changes(spark, table) == [(k, 10 * k, "D", "O") for k in range(1, 6)]
 
 
