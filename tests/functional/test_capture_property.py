@@ -408,7 +408,7 @@ def test_a_delete_file_over_several_data_files_is_read_for_its_paths(spark: Any,
     (``write.delete.granularity`` = ``partition``): one commit's single delete file points
     into five data files, so its ``file_path`` bounds name none of them (Iceberg's
     ``ContentFileUtil.referencedDataFileLocation`` gives nothing); the Java path reads the
-    paths from the file itself. Every deleted row is logged once."""
+    paths from the file itself. On both paths every deleted row is logged once."""
     env, table = merge_on_read_master(spark, f"partition_deletes_{path}", path)
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.delete.granularity'='partition')")
     delete_from_five_files(spark, env, table)
