@@ -418,6 +418,40 @@ def test_a_delete_file_over_several_data_files_is_read_for_its_paths(spark: Any,
 
 
 @pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_capture_reading_whole_rewritten_files_warns_with_the_fix(
+    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy-on-write UPDATE of one row rewrites its whole data file: capture reads the
+    file before and after to log two rows, and says so, naming the fix (merge-on-read).
+    The same UPDATE on a merge-on-read master, and appends, say nothing. Both paths read
+    the removed files' row counts from the commits' summaries. The thresholds are the
+    mechanism's, scaled down here (``capture.REWRITE_WARN_ROWS``: a million rows)."""
+    monkeypatch.setattr(capture, "REWRITE_WARN_ROWS", 1_000)
+    warnings: list[str] = []
+    monkeypatch.setattr(capture.logger, "warning", warnings.append)
+    env, table = merge_on_read_master(spark, f"rewrites_{path}", path)
+    copy_on_write = f"{TableName.parse(table).schema}.cow"
+    spark.sql(f"CREATE TABLE {copy_on_write} (k BIGINT NOT NULL, v INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {copy_on_write} SET IDENTIFIER FIELDS k")
+    results = []
+    for master in (table, copy_on_write):
+        spark.sql(f"INSERT INTO {master} SELECT id, 1 FROM range(0, 3000, 1, 1)")  # one data file
+        mlog.create_mview_log(env, master)
+        spark.sql(f"INSERT INTO {master} VALUES (3000, 1)")
+        results.append(capture.capture(env, TableName.parse(master)))
+        spark.sql(f"UPDATE {master} SET v = 2 WHERE k = 7")
+        results.append(capture.capture(env, TableName.parse(master)))
+    assert [r.log_rows for r in results] == [1, 2, 1, 2]
+    assert [r.note is None for r in results] == [True, True, True, False]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"dbt-fastrefresh: capture of {copy_on_write} took ")
+    assert "rewrote 1 whole data file(s) holding 3,000 rows (about 3,000 a file)" in warnings[0]
+    assert f"ALTER TABLE {copy_on_write} SET TBLPROPERTIES ('write.update.mode'" in warnings[0]
+    assert results[3].message().endswith(results[3].note[0].upper() + results[3].note[1:])
+
+
+@pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("keys", ["hashed", "by_path"])
 def test_deletes_at_the_same_positions_of_several_files_are_told_apart(
     spark: Any, monkeypatch: pytest.MonkeyPatch, keys: str

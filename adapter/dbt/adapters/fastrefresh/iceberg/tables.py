@@ -35,6 +35,8 @@ SUMMARY_STATS = (
     "total-delete-files",
     "added-position-deletes",
     "removed-position-deletes",
+    "deleted-data-files",
+    "deleted-records",
 )
 
 
@@ -52,6 +54,14 @@ class SnapshotInfo:
     def data_files(self) -> int | None:
         value = self.summary.get("total-data-files", "")
         return int(value) if value.isdigit() else None
+
+    @property
+    def rewritten(self) -> tuple[int, int]:
+        """The data files this commit removed whole and the rows they held, from its
+        summary (a copy-on-write rewrite, an overwrite, a whole-file delete; 0 and 0 when
+        the summary does not say)."""
+        files, rows = (self.summary.get(k, "") for k in ("deleted-data-files", "deleted-records"))
+        return (int(files), int(rows)) if files.isdigit() and rows.isdigit() else (0, 0)
 
 
 @dataclass(frozen=True)

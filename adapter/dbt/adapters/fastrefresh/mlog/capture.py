@@ -25,6 +25,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dbt.adapters.events.logging import AdapterLogger
+
 from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.iceberg.tables import (
     SnapshotInfo,
@@ -47,8 +49,21 @@ from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import CaptureRecord
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for
 
+logger = AdapterLogger("fastrefresh")
+
 # Commits one append captures at most (a long run goes in several).
 COMMITS_PER_APPEND = 20
+
+# A capture warns (``rewrite_note``) when its commits removed whole data files holding at
+# least REWRITE_WARN_ROWS rows, and at least REWRITE_WARN_RATIO times the rows it logged:
+# a copy-on-write master whose updates rewrite large files. Capture reads every row of
+# such a file before and after the commit to find the few that changed, so it costs
+# about what the rewrite did (the benchmark's 10M-row master loaded by INSERTs: 9.6 s of
+# capture for 10,000 changes, where the dbt `table` model rebuilt the view in 2.9 s;
+# docs/logs-and-capture.md). A TRUNCATE or a whole-partition DELETE removes whole files
+# too, but logs every row it removed: it stays below the ratio.
+REWRITE_WARN_ROWS = 1_000_000
+REWRITE_WARN_RATIO = 200
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,7 @@ class CaptureResult:
     log_rows: int
     seconds: float
     gap: str | None = None
+    note: str | None = None  # what made it costly, and the fix (``rewrite_note``)
 
     def message(self) -> str:
         if self.gap:
@@ -70,11 +86,41 @@ class CaptureResult:
             )
         if not self.snapshots:
             return f"capture {self.master}: no new commits"
-        return (
+        done = (
             f"capture {self.master}: {self.snapshots} commit(s) up to snapshot "
             f"{self.to_snapshot} -> {self.log_rows} log row(s) in {self.log_table} "
             f"({self.seconds:.2f}s)"
         )
+        return f"{done}. {self.note[0].upper()}{self.note[1:]}" if self.note else done
+
+
+def rewrite_note(master: TableName, snapshots: Sequence[SnapshotInfo], log_rows: int) -> str | None:
+    """Why a capture that logged ``log_rows`` rows of ``snapshots`` read far more, and the
+    fix; None when it did not (``REWRITE_WARN_ROWS``, ``REWRITE_WARN_RATIO``; pure).
+
+    >>> s = SnapshotInfo(2, 1, "overwrite", None, {"deleted-data-files": "2",
+    ...                  "deleted-records": "3000000"})
+    >>> print(rewrite_note(TableName("db", "m"), [s], 20_000))
+    None
+    >>> rewrite_note(TableName("db", "m"), [s], 2_000)[:77]
+    'its commits rewrote 2 whole data file(s) holding 3,000,000 rows (about 1,500,'
+    """
+    counts = [s.rewritten for s in snapshots if s.operation != "replace"]
+    files, rows = sum(f for f, _ in counts), sum(r for _, r in counts)
+    if not files or rows < REWRITE_WARN_ROWS or rows < REWRITE_WARN_RATIO * max(log_rows, 1):
+        return None
+    return (
+        f"its commits rewrote {files:,} whole data file(s) holding {rows:,} rows (about "
+        f"{rows // files:,} a file) for {log_rows:,} log row(s): capture reads every row of "
+        "a rewritten file, as it was and as it is, to find the few that changed, so it "
+        f"costs about what the rewrite did. {master} rewrites whole files on each update, "
+        "delete or merge (copy-on-write), or a job overwrites it. Fix: ALTER TABLE "
+        f"{master} SET TBLPROPERTIES ('write.update.mode'='merge-on-read', "
+        "'write.delete.mode'='merge-on-read', 'write.merge.mode'='merge-on-read') "
+        "(capture then reads only the rows the deletes name), or write it in smaller files "
+        "('write.target-file-size-bytes'); a job that overwrites it: make it update the "
+        "rows in place (MERGE)."
+    )
 
 
 def capture(env: Env, master: TableName) -> CaptureResult:
@@ -135,9 +181,12 @@ def capture_locked(
     seconds = time.monotonic() - started
     if rows:
         _journal(env, log, chain.snapshots, before=state, now=now, seconds=seconds)
+    note = rewrite_note(name, relevant, rows)
+    if note:
+        logger.warning(f"dbt-fastrefresh: capture of {name} took {seconds:.1f}s: {note}")
     result = CaptureResult(
         name, log.log_table, state.captured_through, current, len(chain.snapshots), rows,
-        seconds,
+        seconds, note=note,
     )  # fmt: skip
     return result, log
 
