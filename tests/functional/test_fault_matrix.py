@@ -15,6 +15,7 @@ of a few points are in test_crash_safety.py.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
@@ -71,8 +72,9 @@ class World:
         self.commit_scn, self.purge = FLAVOURS[flavour]
         self.view = TableName(self.s, "v")
         self.sql = SHAPES[shape].format(s=self.s)
-        # The master whose rows the mark point's invocation captures: one the view reads.
-        self.marked = "m" if "{s}.m " in SHAPES[shape] else "b"
+        # The master whose rows the mark point's invocation captures: one the view reads
+        # (a refresh marks only its own masters' logs).
+        self.marked = "m" if re.search(r"\{s\}\.m\b", SHAPES[shape]) else "b"
         self.next_key = 1000
         self.restart()
 
