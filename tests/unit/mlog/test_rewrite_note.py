@@ -16,7 +16,8 @@ def _commit(operation: str = "overwrite", **summary: int) -> SnapshotInfo:
 
 
 def test_a_rewrite_far_larger_than_its_changes_is_named_with_its_fix() -> None:
-    # An UPDATE rewrote a 2.5M-row file, a DELETE rewrote it again: 5M rows read, 3,000 logged.
+    # An UPDATE rewrote a 2.5M-row file, a DELETE rewrote it again: 5M rows rewritten, 3,000
+    # logged.
     update = _commit(deleted_data_files=1, deleted_records=2_500_000, added_records=2_500_000)
     delete = _commit(deleted_data_files=1, deleted_records=2_500_000, added_records=2_499_000)
     note = capture.rewrite_note(M, [update, delete], 3_000)
