@@ -959,8 +959,7 @@ def _range_too_large(
         if rows < CHEAP_RANGE or pin is None:
             continue
         snapshot = env.tables.history(name).get(pin)
-        value = snapshot.summary.get("total-records", "") if snapshot else ""
-        total = int(value) if value.isdigit() else None
+        total = snapshot.count("total-records") if snapshot else None
         if total and rows > COMPLETE_ABOVE_FRACTION * total:
             return Reason(
                 ReasonCode.RANGE_TOO_LARGE,

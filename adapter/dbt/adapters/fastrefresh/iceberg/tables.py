@@ -50,18 +50,22 @@ class SnapshotInfo:
     committed_at: dt.datetime | None
     summary: Mapping[str, str] = field(default_factory=dict)
 
+    def count(self, key: str) -> int | None:
+        """A count in the summary (``total-records``, ...); None when it is not there."""
+        value = self.summary.get(key, "")
+        return int(value) if value.isdigit() else None
+
     @property
     def data_files(self) -> int | None:
-        value = self.summary.get("total-data-files", "")
-        return int(value) if value.isdigit() else None
+        return self.count("total-data-files")
 
     @property
     def rewritten(self) -> tuple[int, int]:
         """The data files this commit removed whole and the rows they held, from its
         summary (a copy-on-write rewrite, an overwrite, a whole-file delete; 0 and 0 when
         the summary does not say)."""
-        files, rows = (self.summary.get(k, "") for k in ("deleted-data-files", "deleted-records"))
-        return (int(files), int(rows)) if files.isdigit() and rows.isdigit() else (0, 0)
+        files, rows = self.count("deleted-data-files"), self.count("deleted-records")
+        return (files, rows) if files is not None and rows is not None else (0, 0)
 
 
 @dataclass(frozen=True)

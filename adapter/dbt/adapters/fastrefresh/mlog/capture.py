@@ -181,7 +181,7 @@ def capture_locked(
     seconds = time.monotonic() - started
     if rows:
         _journal(env, log, chain.snapshots, before=state, now=now, seconds=seconds)
-    note = rewrite_note(name, relevant, rows)
+    note = rewrite_note(name, chain.snapshots, rows)
     if note:
         logger.warning(f"dbt-fastrefresh: capture of {name} took {seconds:.1f}s: {note}")
     result = CaptureResult(
