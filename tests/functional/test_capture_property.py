@@ -24,9 +24,9 @@ from dbt.adapters.fastrefresh.iceberg import jvm as jvm_tables
 from dbt.adapters.fastrefresh.mlog import capture, capture_sql
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol import changevector as cv
-from dbt.adapters.fastrefresh.runtime import interpreted
+from dbt.adapters.fastrefresh.runtime import faults, interpreted
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
-from tests.functional.sites import env_for
+from tests.functional.sites import env_for, keyed_master_with_log
 
 COLUMNS = ("k", "v", "s")  # k: key (bigint), v: int, s: string
 KEYS = range(1, 9)
@@ -449,6 +449,46 @@ def test_a_capture_reading_whole_rewritten_files_warns_with_the_fix(
     assert "rewrote 1 whole data file(s) holding 3,000 rows (about 3,000 a file)" in warnings[0]
     assert f"ALTER TABLE {copy_on_write} SET TBLPROPERTIES ('write.update.mode'" in warnings[0]
     assert results[3].message().endswith(results[3].note[0].upper() + results[3].note[1:])
+
+
+@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_compaction_of_the_log_after_captures_append_keeps_its_sequences_dense(
+    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's ``rewrite_data_files`` on a log may commit between capture's append and
+    its read of the log after it: the log's lock holds off captures, marks and purges,
+    not a maintenance job. Capture counts the rows it appended from its own commit. The
+    compaction's summary counts every row it rewrote (here both captures' 12): taken
+    for the append's, the log's position would run 6 rows ahead of its rows, and a view
+    refreshed through it would skip the next capture's first 6."""
+    schema = f"compacted_{path}"
+    env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
+    master, log = TableName(schema, "m"), f"{schema}.mlog__m"
+    spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 3")
+    assert capture.capture(env, master).log_rows == 6
+    spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k < 3")
+    point = faults.point
+
+    def compact_after_the_append(name: str) -> None:
+        if name == "capture.after_log_append":
+            spark.sql(
+                f"CALL system.rewrite_data_files(table => '{log}', "
+                "options => map('rewrite-all', 'true'))"
+            )
+        point(name)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(faults, "point", compact_after_the_append)
+        assert capture.capture(env, master).log_rows == 6
+    operations = [r[0] for r in spark.sql(f"SELECT operation FROM {log}.snapshots").collect()]
+    assert operations[-2:] == ["append", "replace"], "the compaction came after the append"
+    assert mlog.load_log(env, master).state.last_sequence == 12
+    spark.sql(f"UPDATE {schema}.m SET x = 4 WHERE k = 5")
+    assert capture.capture(env, master).log_rows == 2
+    sequences = [r[0] for r in spark.sql(f"SELECT sequence__ FROM {log} ORDER BY 1").collect()]
+    assert sequences == list(range(1, 15))
+    assert mlog.load_log(env, master).state.last_sequence == 14
 
 
 @pytest.mark.usefixtures("small_shuffles")

@@ -265,26 +265,39 @@ def _append(
     env.upkeep_commit(log.log_table)
     faults.point("capture.after_log_append")
     after = reread_after_write(env, log)
-    rows = _appended_rows(env, log, after.current_snapshot, before)
+    own = _own_append(env, log, after.current_snapshot, before)
+    rows = (own.count("added-records") or 0) if own is not None else 0
     final = pending.replace(
         sequence_base=None,
         last_sequence=state.last_sequence + rows,
         marked_sequence=state.last_sequence + rows if stamp is not None else state.marked_sequence,
     )
-    if attached and after.current_snapshot != before:
+    if attached and own is not None:
         env.runtime.journal(env.registry).logs.add(str(log.master))
         return dataclasses.replace(log, state=final, meta=after)
     # The SQL path, or an append that committed nothing.
     return record_state(env, dataclasses.replace(log, meta=after), final, current=True)
 
 
-def _appended_rows(env: Env, log: LoadedLog, after: int | None, before: int | None) -> int:
-    """How many rows the capture's append wrote (dense sequences: the new last_sequence)."""
-    if after is None or after == before:
-        return 0
-    snapshot = env.tables.history(log.log_table).get(after)
-    value = snapshot.summary.get("added-records") if snapshot else None
-    return int(value or 0)
+def _own_append(
+    env: Env, log: LoadedLog, after: int | None, before: int | None
+) -> SnapshotInfo | None:
+    """The capture's own commit to the log (None: its append committed nothing): the
+    oldest commit after ``before`` on the log's history up to ``after`` that is not a
+    compaction. No other capture, mark or purge writes the log while its lock is held,
+    but a user's ``rewrite_data_files`` may commit between the append and this read. Its
+    summary counts every row it rewrote, not the rows appended: taken for the append's,
+    the log's position would run ahead of its rows (or behind them)."""
+    history = env.tables.history(log.log_table)
+    own, cursor = None, after
+    while cursor is not None and cursor != before:
+        snapshot = history.get(cursor)
+        if snapshot is None:
+            break
+        if snapshot.operation != "replace":
+            own = snapshot
+        cursor = snapshot.parent_id
+    return own
 
 
 def _naive(value: dt.datetime | None) -> dt.datetime | None:
