@@ -26,7 +26,7 @@ from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.runtime import faults, interpreted
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
-from tests.functional.sites import env_for, keyed_master_with_log
+from tests.functional.sites import env_for, keyed_master_with_log, refresh_and_check
 
 COLUMNS = ("k", "v", "s")  # k: key (bigint), v: int, s: string
 KEYS = range(1, 9)
@@ -460,8 +460,8 @@ def test_a_compaction_of_the_log_after_captures_append_keeps_its_sequences_dense
     its read of the log after it: the log's lock holds off captures, marks and purges,
     not a maintenance job. Capture counts the rows it appended from its own commit. The
     compaction's summary counts every row it rewrote (here both captures' 12): taken
-    for the append's, the log's position would run 6 rows ahead of its rows, and a view
-    refreshed through it would skip the next capture's first 6."""
+    for the append's, the log's numbering would run 6 ahead of its rows (both paths
+    fail without the fix: 12 rows counted for 6)."""
     schema = f"compacted_{path}"
     env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
     master, log = TableName(schema, "m"), f"{schema}.mlog__m"
@@ -489,6 +489,42 @@ def test_a_compaction_of_the_log_after_captures_append_keeps_its_sequences_dense
     sequences = [r[0] for r in spark.sql(f"SELECT sequence__ FROM {log} ORDER BY 1").collect()]
     assert sequences == list(range(1, 15))
     assert mlog.load_log(env, master).state.last_sequence == 14
+
+
+@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_view_refreshed_across_a_compaction_of_its_log_stays_fast(
+    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same compaction, inside a FAST refresh's capture. The view's place on the log
+    comes from the capture's count. Taken from the compaction's summary on the Java path,
+    it ran past the log's own (right, in the append's summary): the refresh after found
+    the view ahead of the log and rebuilt it, saying the log had been rolled back. On the
+    SQL path the log's state took the same wrong count, so the two agreed, with a gap in
+    the numbering (the test above)."""
+    schema = f"compacted_view_{path}"
+    env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
+    view = TableName(schema, "v")
+    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 3")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k < 3")
+    point = faults.point
+
+    def compact_after_the_append(name: str) -> None:
+        if name == "capture.after_log_append":
+            spark.sql(
+                f"CALL system.rewrite_data_files(table => '{schema}.mlog__m', "
+                "options => map('rewrite-all', 'true'))"
+            )
+        point(name)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(faults, "point", compact_after_the_append)
+        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    spark.sql(f"UPDATE {schema}.m SET x = 7 WHERE k IN (4, 5, 6)")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 
 
 @pytest.mark.usefixtures("small_shuffles")
