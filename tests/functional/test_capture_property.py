@@ -11,9 +11,10 @@ type, old/new flag and change vector.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -451,6 +452,27 @@ def test_a_capture_reading_whole_rewritten_files_warns_with_the_fix(
     assert results[3].message().endswith(results[3].note[0].upper() + results[3].note[1:])
 
 
+@contextlib.contextmanager
+def compacting_after_the_append(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, log: str
+) -> Iterator[None]:
+    """Inside the block, a capture's append to ``log`` is followed at once by a
+    compaction of every file of the log (a user's ``rewrite_data_files``)."""
+    point = faults.point
+
+    def compact_after_the_append(name: str) -> None:
+        if name == "capture.after_log_append":
+            spark.sql(
+                f"CALL system.rewrite_data_files(table => '{log}', "
+                "options => map('rewrite-all', 'true'))"
+            )
+        point(name)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(faults, "point", compact_after_the_append)
+        yield
+
+
 @pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("path", ["java", "sql"])
 def test_a_compaction_of_the_log_after_captures_append_keeps_its_sequences_dense(
@@ -468,18 +490,7 @@ def test_a_compaction_of_the_log_after_captures_append_keeps_its_sequences_dense
     spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 3")
     assert capture.capture(env, master).log_rows == 6
     spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k < 3")
-    point = faults.point
-
-    def compact_after_the_append(name: str) -> None:
-        if name == "capture.after_log_append":
-            spark.sql(
-                f"CALL system.rewrite_data_files(table => '{log}', "
-                "options => map('rewrite-all', 'true'))"
-            )
-        point(name)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(faults, "point", compact_after_the_append)
+    with compacting_after_the_append(spark, monkeypatch, log):
         assert capture.capture(env, master).log_rows == 6
     operations = [r[0] for r in spark.sql(f"SELECT operation FROM {log}.snapshots").collect()]
     assert operations[-2:] == ["append", "replace"], "the compaction came after the append"
@@ -510,18 +521,7 @@ def test_a_view_refreshed_across_a_compaction_of_its_log_stays_fast(
     spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 3")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
     spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k < 3")
-    point = faults.point
-
-    def compact_after_the_append(name: str) -> None:
-        if name == "capture.after_log_append":
-            spark.sql(
-                f"CALL system.rewrite_data_files(table => '{schema}.mlog__m', "
-                "options => map('rewrite-all', 'true'))"
-            )
-        point(name)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(faults, "point", compact_after_the_append)
+    with compacting_after_the_append(spark, monkeypatch, f"{schema}.mlog__m"):
         refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
     spark.sql(f"UPDATE {schema}.m SET x = 7 WHERE k IN (4, 5, 6)")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
