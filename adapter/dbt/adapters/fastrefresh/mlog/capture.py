@@ -288,16 +288,8 @@ def _own_append(
     but a user's ``rewrite_data_files`` may commit between the append and this read. Its
     summary counts every row it rewrote, not the rows appended: taken for the append's,
     the log's position would run ahead of its rows (or behind them)."""
-    history = env.tables.history(log.log_table)
-    own, cursor = None, after
-    while cursor is not None and cursor != before:
-        snapshot = history.get(cursor)
-        if snapshot is None:
-            break
-        if snapshot.operation != "replace":
-            own = snapshot
-        cursor = snapshot.parent_id
-    return own
+    chain = chain_after(env.tables.history(log.log_table), after, before)
+    return next((s for s in chain.snapshots if s.operation != "replace"), None)
 
 
 def _naive(value: dt.datetime | None) -> dt.datetime | None:
