@@ -541,6 +541,38 @@ def test_a_compaction_of_fewer_rows_than_captures_append_renumbers_nothing(
 
 @pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_setup_that_marks_then_captures_counts_its_append_alone(
+    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timestamp log's rows captured outside a refresh are stamped by the next
+    refresh's setup (an UPDATE of the log), which then captures the master's newer
+    commit, on the log as read before its UPDATE. Both commits follow that read: the
+    capture counts the rows of its append, not those the marking rewrote (taken for the
+    append's, on the SQL path the log's numbering left a gap or numbered rows twice; on
+    the Java path the view's place ran past the log's and the next refresh rebuilt it,
+    saying the log had been rolled back). The view stays fast and equal to its query."""
+    schema = f"mark_then_capture_{path}"
+    env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
+    master, log = TableName(schema, "m"), f"{schema}.mlog__m"
+    view = TableName(schema, "v")
+    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 5")
+    assert capture.capture(env, master).log_rows == 10  # unmarked: no refresh yet
+    spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k = 7")
+    result = refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    assert result.log_rows == 12
+    operations = [r[0] for r in spark.sql(f"SELECT operation FROM {log}.snapshots").collect()]
+    assert operations[-2:] == ["overwrite", "append"], "the setup marked, then captured"
+    assert mlog.load_log(env, master).state.last_sequence == 12
+    spark.sql(f"UPDATE {schema}.m SET x = 4 WHERE k IN (1, 8)")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    sequences = [r[0] for r in spark.sql(f"SELECT sequence__ FROM {log} ORDER BY 1").collect()]
+    assert sequences == list(range(1, 17))  # deferred purge: nothing purged without a publish
+
+
+@pytest.mark.usefixtures("small_shuffles")
+@pytest.mark.parametrize("path", ["java", "sql"])
 def test_a_view_refreshed_across_a_compaction_of_its_log_stays_fast(
     spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -283,13 +283,18 @@ def _own_append(
     env: Env, log: LoadedLog, after: int | None, before: int | None
 ) -> SnapshotInfo | None:
     """The capture's own commit to the log (None: its append committed nothing): the
-    oldest commit after ``before`` on the log's history up to ``after`` that is not a
-    compaction. No other capture, mark or purge writes the log while its lock is held,
-    but a user's ``rewrite_data_files`` may commit between the append and this read. Its
-    summary counts every row it rewrote, not the rows appended: taken for the append's,
-    the log's position would run ahead of its rows (or behind them)."""
+    newest append on the log's history after ``before`` up to ``after``.
+
+    Other commits may sit on either side of it. Before it, the writes this capture's
+    caller made under the same lock since it read ``before``: a refresh's setup marks
+    the rows captured outside a refresh (an UPDATE, an ``overwrite``) and then captures,
+    on the log as read before the mark. After it, a user's ``rewrite_data_files`` on the
+    log (a ``replace``), which the lock does not hold off. Each one's summary counts the
+    rows it rewrote, not the rows appended: taken for the append's, the log's position
+    would run ahead of its rows or behind them. No other capture appends to the log
+    while its lock is held."""
     chain = chain_after(env.tables.history(log.log_table), after, before)
-    return next((s for s in chain.snapshots if s.operation != "replace"), None)
+    return next((s for s in reversed(chain.snapshots) if s.operation == "append"), None)
 
 
 def _naive(value: dt.datetime | None) -> dt.datetime | None:
