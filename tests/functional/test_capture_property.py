@@ -25,6 +25,7 @@ from dbt.adapters.fastrefresh.iceberg import jvm as jvm_tables
 from dbt.adapters.fastrefresh.mlog import capture, capture_sql
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol import changevector as cv
+from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.runtime import faults, interpreted
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
 from tests.functional.sites import env_for, keyed_master_with_log, refresh_and_check
@@ -452,6 +453,22 @@ def test_a_capture_reading_whole_rewritten_files_warns_with_the_fix(
     assert results[3].message().endswith(results[3].note[0].upper() + results[3].note[1:])
 
 
+# The view of the tests on ``master_with_a_view``'s master that refresh an aggregate.
+AGGREGATE = "SELECT g, count(*) AS n, sum(x) AS sx FROM {m} GROUP BY g"
+
+
+def master_with_a_view(
+    spark: Any, schema: str, path: str, select: str
+) -> tuple[Env, TableName, TableName, str]:
+    """``keyed_master_with_log``'s master (20 rows, 3 groups) and a view ``v`` of
+    ``select`` (``{m}``: the master) on it, built: the env, the master, the view and its
+    query."""
+    env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
+    view, sql = TableName(schema, "v"), select.format(m=f"{schema}.m")
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    return env, TableName(schema, "m"), view, sql
+
+
 @contextlib.contextmanager
 def compacting_after_the_append(
     spark: Any, monkeypatch: pytest.MonkeyPatch, log: str, where: str | None = None
@@ -517,11 +534,8 @@ def test_a_compaction_of_fewer_rows_than_captures_append_renumbers_nothing(
     the fix: 2), the numbers stay unique and dense, and a view registered before all
     three captures refreshes fast to its query."""
     schema = f"compacted_fewer_{path}"
-    env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
-    master, log = TableName(schema, "m"), f"{schema}.mlog__m"
-    view = TableName(schema, "v")
-    sql = f"SELECT k, x FROM {schema}.m"
-    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    env, master, view, sql = master_with_a_view(spark, schema, path, "SELECT k, x FROM {m}")
+    log = f"{schema}.mlog__m"
     spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k = 1")
     assert capture.capture(env, master).log_rows == 2
     spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k < 3")
@@ -541,9 +555,7 @@ def test_a_compaction_of_fewer_rows_than_captures_append_renumbers_nothing(
 
 @pytest.mark.usefixtures("small_shuffles")
 @pytest.mark.parametrize("path", ["java", "sql"])
-def test_a_setup_that_marks_then_captures_counts_its_append_alone(
-    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_setup_that_marks_then_captures_counts_its_append_alone(spark: Any, path: str) -> None:
     """A timestamp log's rows captured outside a refresh are stamped by the next
     refresh's setup (an UPDATE of the log), which then captures the master's newer
     commit, on the log as read before its UPDATE. Both commits follow that read: the
@@ -552,11 +564,8 @@ def test_a_setup_that_marks_then_captures_counts_its_append_alone(
     the Java path the view's place ran past the log's and the next refresh rebuilt it,
     saying the log had been rolled back). The view stays fast and equal to its query."""
     schema = f"mark_then_capture_{path}"
-    env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
-    master, log = TableName(schema, "m"), f"{schema}.mlog__m"
-    view = TableName(schema, "v")
-    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
-    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    env, master, view, sql = master_with_a_view(spark, schema, path, AGGREGATE)
+    log = f"{schema}.mlog__m"
     spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 5")
     assert capture.capture(env, master).log_rows == 10  # unmarked: no refresh yet
     spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k = 7")
@@ -581,12 +590,9 @@ def test_a_view_refreshed_across_a_compaction_of_its_log_stays_fast(
     it ran past the log's own (right, in the append's summary): the refresh after found
     the view ahead of the log and rebuilt it, saying the log had been rolled back. On the
     SQL path the log's state took the same wrong count, so the two agreed, with a gap in
-    the numbering (the test above)."""
+    the numbering (``..._keeps_its_sequences_dense`` above)."""
     schema = f"compacted_view_{path}"
-    env = keyed_master_with_log(spark, schema, rows=20, groups=3, path=path)
-    view = TableName(schema, "v")
-    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
-    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    env, _, view, sql = master_with_a_view(spark, schema, path, AGGREGATE)
     spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 3")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
     spark.sql(f"UPDATE {schema}.m SET x = 3 WHERE k < 3")
