@@ -122,7 +122,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check adapter tests examples benchmarks scripts
 	$(BIN)/python scripts/check_layers.py
 	$(BIN)/python scripts/check_functions.py
-	$(BIN)/mypy adapter/dbt/adapters/fastrefresh benchmarks
+	$(BIN)/mypy adapter/dbt/adapters/fastrefresh benchmarks tests scripts examples/quickstart/demo.py examples/shop_dag/dag.py
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix adapter tests examples benchmarks scripts

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,7 +121,7 @@ def product_settings(spark, profile_parameters: dict[str, str]):  # type: ignore
 
 @pytest.fixture(scope="class")
 def dbt_profile_target(
-    spark,
+    spark: Any,
     spark_state_dir: Path,
     profile_parameters: dict[str, str],
     shared_catalog_profile: dict[str, str],

@@ -101,6 +101,8 @@ class StandaloneCluster:
             workers = self.state().get("workers", [])
         except OSError:
             return 0
+        if not isinstance(workers, list):
+            return 0
         return sum(1 for w in workers if isinstance(w, dict) and w.get("state") == "ALIVE")
 
     def wait_for_workers(self) -> None:

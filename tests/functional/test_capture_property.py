@@ -450,7 +450,9 @@ def test_a_capture_reading_whole_rewritten_files_warns_with_the_fix(
     assert warnings[0].startswith(f"dbt-fastrefresh: capture of {copy_on_write} took ")
     assert "rewrote 1 whole data file(s) holding 3,000 rows (about 3,000 a file)" in warnings[0]
     assert f"ALTER TABLE {copy_on_write} SET TBLPROPERTIES ('write.update.mode'" in warnings[0]
-    assert results[3].message().endswith(results[3].note[0].upper() + results[3].note[1:])
+    note = results[3].note
+    assert note is not None
+    assert results[3].message().endswith(note[0].upper() + note[1:])
 
 
 # The view of the tests on ``master_with_a_view``'s master that refresh an aggregate.
@@ -467,6 +469,13 @@ def master_with_a_view(
     view, sql = TableName(schema, "v"), select.format(m=f"{schema}.m")
     refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
     return env, TableName(schema, "m"), view, sql
+
+
+def last_sequence(env: Env, master: TableName) -> int:
+    """The newest sequence number the log of ``master`` records."""
+    log = mlog.load_log(env, master)
+    assert log is not None
+    return log.state.last_sequence
 
 
 @contextlib.contextmanager
@@ -513,12 +522,12 @@ def test_a_compaction_of_the_log_after_captures_append_keeps_its_sequences_dense
         assert capture.capture(env, master).log_rows == 6
     operations = [r[0] for r in spark.sql(f"SELECT operation FROM {log}.snapshots").collect()]
     assert operations[-2:] == ["append", "replace"], "the compaction came after the append"
-    assert mlog.load_log(env, master).state.last_sequence == 12
+    assert last_sequence(env, master) == 12
     spark.sql(f"UPDATE {schema}.m SET x = 4 WHERE k = 5")
     assert capture.capture(env, master).log_rows == 2
     sequences = [r[0] for r in spark.sql(f"SELECT sequence__ FROM {log} ORDER BY 1").collect()]
     assert sequences == list(range(1, 15))
-    assert mlog.load_log(env, master).state.last_sequence == 14
+    assert last_sequence(env, master) == 14
 
 
 @pytest.mark.usefixtures("small_shuffles")
@@ -549,7 +558,7 @@ def test_a_compaction_of_fewer_rows_than_captures_append_renumbers_nothing(
     assert capture.capture(env, master).log_rows == 2
     sequences = [r[0] for r in spark.sql(f"SELECT sequence__ FROM {log} ORDER BY 1").collect()]
     assert sequences == list(range(1, 11))
-    assert mlog.load_log(env, master).state.last_sequence == 10
+    assert last_sequence(env, master) == 10
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 
 
@@ -573,7 +582,7 @@ def test_a_setup_that_marks_then_captures_counts_its_append_alone(spark: Any, pa
     assert result.log_rows == 12
     operations = [r[0] for r in spark.sql(f"SELECT operation FROM {log}.snapshots").collect()]
     assert operations[-2:] == ["overwrite", "append"], "the setup marked, then captured"
-    assert mlog.load_log(env, master).state.last_sequence == 12
+    assert last_sequence(env, master) == 12
     spark.sql(f"UPDATE {schema}.m SET x = 4 WHERE k IN (1, 8)")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
     sequences = [r[0] for r in spark.sql(f"SELECT sequence__ FROM {log} ORDER BY 1").collect()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ OUTPUTS = (
 
 @pytest.mark.parametrize(("shape", "path"), [("aggregate", "java"), ("join_aggregate", "sql")])
 def test_arithmetic_over_aggregates_refreshes_to_the_recomputed_digits(
-    spark,  # type: ignore[no-untyped-def]
+    spark: Any,
     shape: str,
     path: str,
 ) -> None:

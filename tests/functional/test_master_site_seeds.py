@@ -403,7 +403,7 @@ def test_purge_log_during_a_refresh_takes_nothing_from_it(
     site.refresh("d", "early")  # captures; "late" still needs the rows
     assert len(site.stamps("d")) == 4  # an update logs its old and new images
 
-    messages = []
+    messages: list[str] = []
     original = refresh.setup
 
     def setup_then_purge(env: Any, *args: Any, **kwargs: Any) -> consumers.Setup:

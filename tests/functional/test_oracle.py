@@ -412,7 +412,7 @@ def small_shuffles(spark: Any) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", "2")
 
 
-CHANGE_KINDS = [
+CHANGE_KINDS: list[list[tuple[Any, ...]]] = [
     # Rounds of (master, op, a, b, g, v): each kind of change on each master, three refreshes
     # of every view (a refresh costs about 1 s of small Spark jobs, whatever the delta's
     # size, so the kinds share rounds). Round 1: inserts, and measure updates, one of them

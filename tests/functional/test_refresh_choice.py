@@ -5,6 +5,8 @@ fails naming cause and fix (`fast`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from dbt.adapters.fastrefresh.engine import refresh
@@ -49,7 +51,7 @@ def test_large_log_range_refreshes_completely_under_force(spark, method: str) ->
 
 
 def _fact_and_dimension(
-    spark,  # type: ignore[no-untyped-def]
+    spark: Any,
     schema: str,
     dimension_files: int = 1,
 ) -> Env:
@@ -78,7 +80,7 @@ def _join_aggregate(env: Env, schema: str) -> str:
 @pytest.mark.parametrize("method", ["force", "fast"])
 @pytest.mark.parametrize("shape", ["join_aggregate", "key_only_log"])
 def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
-    spark,  # type: ignore[no-untyped-def]
+    spark: Any,
     shape: str,
     method: str,
 ) -> None:
@@ -134,7 +136,7 @@ def test_expired_snapshot_the_refresh_reads_falls_back_or_fails_clearly(
 
 
 def test_a_compacted_and_expired_unchanged_dimension_keeps_the_join_aggregate_fast(
-    spark,  # type: ignore[no-untyped-def]
+    spark: Any,
 ) -> None:
     # Compaction commits change no row and give no log rows: the dimension as the view
     # last reflected it is its current snapshot, so expiring the older ones costs nothing.

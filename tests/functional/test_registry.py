@@ -369,7 +369,8 @@ def test_a_view_dropped_after_this_process_refreshed_it_is_released_at_the_next_
     spark.sql(f"DROP TABLE {schema}.w__fr_data")
     assert admin.release_orphans(env) == []
     registry.publish(env)
-    assert set(mlog.load_log(env, TableName(schema, "m")).state.users) == {str(v), str(w)}
+    log = mlog.load_log(env, TableName(schema, "m"))
+    assert log is not None and set(log.state.users) == {str(v), str(w)}
 
     # The next invocation refreshes v after a change: the log is touched, w is read.
     spark.sql(f"INSERT INTO {schema}.m VALUES (100, 1, 1)")
@@ -379,7 +380,7 @@ def test_a_view_dropped_after_this_process_refreshed_it_is_released_at_the_next_
     assert f"{schema}.w__fr_data is gone" in released, released
     registry.publish(env)
     log = mlog.load_log(env, TableName(schema, "m"))
-    assert set(log.state.users) == {str(v)}
+    assert log is not None and set(log.state.users) == {str(v)}
     # Only v held the rows back now, and it has consumed them all: none is left.
     assert spark.sql(f"SELECT count(*) FROM {schema}.mlog__m").collect()[0][0] == 0
     assert matches(spark, v, views[v])

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
 from dbt.adapters.fastrefresh.sqltext import TableName, replace_all
 from tests.functional.sites import keyed_master_with_log, matches, refresh_and_check
 
@@ -117,7 +118,8 @@ def test_a_refresh_that_empties_a_view_empties_it_under_dynamic_overwrite(
 
     refresh_all("COMPLETE", exists=False)
     for name in views:  # each takes its delta as the statement replacing it whole
-        assert refresh.overwrites(refresh.load_view(env, TableName(schema, name))), name
+        record = refresh.load_view(env, TableName(schema, name))
+        assert record is not None and refresh.overwrites(record), name
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     try:
         spark.sql(f"DELETE FROM {schema}.m WHERE g % 2 = 1")  # part_v's partition p = 1
@@ -158,16 +160,19 @@ def test_a_view_takes_its_delta_in_one_statement_while_it_has_few_files(
             spark.sql(f"SELECT count(*) FROM {storage.metadata('data_files')}").collect()[0][0]
         )
 
+    executor = env.sql
+    assert isinstance(executor, SparkExecutor)
+
     def step(dml: str, expect: str = "FAST", method: str = "force") -> list[str]:
         """``dml`` on the master, then a refresh checked against the query: its statements."""
         spark.sql(dml)
-        before = len(env.sql.statements)
+        before = len(executor.statements)
         result = refresh.refresh_view(
             env, view=view, sql=sql, method=method, exists=True, table=table
         )
         assert result.refresh_type == expect, result.reason
         assert matches(spark, view, sql)
-        return env.sql.statements[before:]
+        return executor.statements[before:]
 
     def counted(ran: list[str]) -> bool:
         return any(storage.metadata("snapshots") in s for s in ran)

@@ -24,10 +24,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML has no type hints
 
 from tests.conftest import REPO_ROOT
 from tests.jvm import short_lived_env
@@ -80,7 +80,8 @@ def finish(process: subprocess.Popen[str], timeout: float = TIMEOUT) -> dict[str
     """The worker's JSON report; fails with its output when it failed."""
     out, _ = process.communicate(timeout=timeout)
     reports = [line[7:] for line in out.splitlines() if line.startswith("REPORT ")]
-    assert process.returncode == 0 and reports, f"worker {process.args[3]} failed:\n{out[-6000:]}"
+    role = cast("list[str]", process.args)[3]  # spawn's argument list
+    assert process.returncode == 0 and reports, f"worker {role} failed:\n{out[-6000:]}"
     return dict(json.loads(reports[-1]))
 
 

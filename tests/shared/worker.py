@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML has no type hints
 
 RAW = "shared_shop_raw"
 TARGET = "shared_shop"

@@ -4,6 +4,7 @@ Iceberg in tests/functional/test_concurrency.py and tests/shared/."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from typing import Any
 
@@ -38,6 +39,14 @@ class Failing:
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return []
+
+    def small(
+        self, rows: int | None, *, one_partition: bool = False
+    ) -> contextlib.AbstractContextManager[bool]:
+        return contextlib.nullcontext(False)
+
+    def shuffle_partitions(self) -> int | None:
+        return None
 
 
 def lease() -> Lease:

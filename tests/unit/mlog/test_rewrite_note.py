@@ -9,7 +9,7 @@ from dbt.adapters.fastrefresh.sqltext import TableName
 M = TableName("db", "orders")
 
 
-def _commit(operation: str = "overwrite", **summary: int) -> SnapshotInfo:
+def _commit(operation: str = "overwrite", /, **summary: int) -> SnapshotInfo:
     return SnapshotInfo(
         2, 1, operation, None, {k.replace("_", "-"): str(v) for k, v in summary.items()}
     )

@@ -60,8 +60,8 @@ def test_both_defaults_raise_the_optimizing_compilers_thresholds() -> None:
         options = parameters["spark.driver.extraJavaOptions"].split()
         assert options[-4:] == JIT_OPTIONS.split()
     user = {"spark.driver.extraJavaOptions": "-XX:Tier4InvocationThreshold=5000"}
-    options = session_parameters(Path("/tmp/fr-state"), user)["spark.driver.extraJavaOptions"]
-    assert options.split()[-1] == "-XX:Tier4InvocationThreshold=5000"
+    given = session_parameters(Path("/tmp/fr-state"), user)["spark.driver.extraJavaOptions"]
+    assert given.split()[-1] == "-XX:Tier4InvocationThreshold=5000"
 
 
 def test_the_driver_runs_the_throughput_collector_unless_the_user_chooses_one() -> None:

@@ -6,6 +6,7 @@ import json
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,7 +124,7 @@ def test_missing_iceberg_wheel_names_the_fix(monkeypatch: pytest.MonkeyPatch) ->
 
     real_import = builtins.__import__
 
-    def fake_import(name: str, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+    def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
         if name == "snowpark_connect_deps_iceberg":
             raise ImportError(name)
         return real_import(name, *args, **kwargs)
