@@ -4,7 +4,6 @@ Iceberg in tests/functional/test_concurrency.py and tests/shared/."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from dbt.adapters.fastrefresh.iceberg.leases import SqlLeaseStore, lost_to_a_racer
 from dbt.adapters.fastrefresh.runtime.leases import Lease
+from tests.unit.iceberg.stand_in import NoSession
 
 # As py4j printed them in CI (a thread's copy-on-write MERGE racing another thread's).
 RUNTIME_FILTER = (
@@ -27,7 +27,7 @@ VALIDATION = (
 COMMIT_FAILED = "org.apache.iceberg.exceptions.CommitFailedException: Table metadata refresh"
 
 
-class Failing:
+class Failing(NoSession):
     """An executor whose MERGE fails with ``message``; the table 'exists'."""
 
     def __init__(self, message: str) -> None:
@@ -39,14 +39,6 @@ class Failing:
 
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         return []
-
-    def small(
-        self, rows: int | None, *, one_partition: bool = False
-    ) -> contextlib.AbstractContextManager[bool]:
-        return contextlib.nullcontext(False)
-
-    def shuffle_partitions(self) -> int | None:
-        return None
 
 
 def lease() -> Lease:

@@ -4,7 +4,6 @@ scripted executor: which statements it runs, and how it fails. Its reads on Spar
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -15,9 +14,10 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import AtSnapshot, Column
 from dbt.adapters.fastrefresh.iceberg.sql import SqlTables
 from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.unit.iceberg.stand_in import NoSession
 
 
-class Scripted:
+class Scripted(NoSession):
     """Answers each query with the first answer whose prefix it starts with."""
 
     def __init__(self, answers: dict[str, Callable[[], list[tuple[Any, ...]]]]) -> None:
@@ -29,14 +29,6 @@ class Scripted:
     def query(self, sql: str) -> list[tuple[Any, ...]]:
         self.statements.append(sql)
         return next(a for p, a in self.answers.items() if sql.startswith(p))()
-
-    def small(
-        self, rows: int | None, *, one_partition: bool = False
-    ) -> contextlib.AbstractContextManager[bool]:
-        return contextlib.nullcontext(False)
-
-    def shuffle_partitions(self) -> int | None:
-        return None
 
 
 def metadata(schemas: dict[int, list[tuple[int, str]]], current: int, at: dict[int, int]) -> str:
