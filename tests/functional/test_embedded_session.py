@@ -16,6 +16,7 @@ from dbt.adapters.fastrefresh.runtime.class_cache import CACHE_ENV
 from dbt.adapters.fastrefresh.runtime.embedded import (
     GC_OPTION,
     JIT_OPTIONS,
+    METASPACE_OPTION,
     check_java,
     own_collector,
     session_parameters,
@@ -33,6 +34,16 @@ def test_the_driver_jvm_runs_with_the_compiler_thresholds(spark: Any) -> None:
         spark._jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
     )
     assert hotspot.getVMOption("Tier4InvocationThreshold").getValue() == "20000"
+
+
+def test_the_driver_jvm_collects_class_metadata_from_256_mb(spark: Any) -> None:
+    """``METASPACE_OPTION`` reached the JVM: HotSpot runs with the raised threshold."""
+    bean = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert METASPACE_OPTION in list(bean.getInputArguments())
+    hotspot = spark._jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        spark._jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
+    assert hotspot.getVMOption("MetaspaceSize").getValue() == str(256 * 1024 * 1024)
 
 
 def test_the_driver_jvm_runs_the_throughput_collector(spark: Any) -> None:

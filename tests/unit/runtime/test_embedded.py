@@ -64,6 +64,26 @@ def test_both_defaults_raise_the_optimizing_compilers_thresholds() -> None:
     assert given.split()[-1] == "-XX:Tier4InvocationThreshold=5000"
 
 
+def test_both_defaults_raise_the_class_metadata_threshold() -> None:
+    """The embedded default and a shared catalog's both start the driver JVM with
+    ``METASPACE_OPTION``; a user's own value goes after it, so it wins."""
+    from pathlib import Path
+
+    from dbt.adapters.fastrefresh.runtime.catalog import SharedCatalog
+    from dbt.adapters.fastrefresh.runtime.embedded import METASPACE_OPTION, session_parameters
+
+    assert METASPACE_OPTION == "-XX:MetaspaceSize=256m"
+    key = "spark.driver.extraJavaOptions"
+    catalog = SharedCatalog.parse({"uri": "jdbc:sqlite:x", "warehouse": "/w"})
+    for parameters in (
+        session_parameters(Path("/tmp/fr-state")),
+        session_parameters(None, catalog=catalog),
+    ):
+        assert METASPACE_OPTION in parameters[key].split()
+    given = session_parameters(Path("/tmp/fr-state"), {key: "-XX:MetaspaceSize=64m"})[key]
+    assert given.split().index("-XX:MetaspaceSize=64m") > given.split().index(METASPACE_OPTION)
+
+
 def test_the_driver_runs_the_throughput_collector_unless_the_user_chooses_one() -> None:
     """Both defaults start the driver JVM with ``GC_OPTION``; a collector of the user's, in
     the profile's driver options or in the environment's Java options, replaces it (HotSpot

@@ -59,10 +59,21 @@ JIT_OPTIONS = (
 # Left out when the profile's driver options or the environment's Java options choose a
 # collector (``own_collector``): HotSpot refuses to start with two.
 GC_OPTION = "-XX:+UseParallelGC"
+# Class metadata may grow to 256 MB before it triggers a full collection. HotSpot's first
+# threshold is about 21 MB and rises a little after each such collection, and Spark,
+# Iceberg, Derby and dbt's classes with the ones Spark generates for each statement pass
+# it again and again: a `make demo` JVM (61 MB of class metadata at its end) stopped for
+# three full collections of 0.1-0.33 s, and the one in its last `dbt run` took a FAST
+# refresh from 0.5-0.7 s to 0.9-1.2 s (docs/bookkeeping.md). The classes Spark's cache of
+# generated code lets go are still unloaded, by the full collection at that threshold or
+# at any other.
+METASPACE_OPTION = "-XX:MetaspaceSize=256m"
 COLLECTOR_FLAG = re.compile(r"(?<!\S)-XX:\+Use\w*GC(?!\S)")
 JAVA_OPTION_VARIABLES = ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
 # The driver JVM's options on any catalog; the embedded one adds its Derby's.
-DRIVER_OPTIONS = f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {GC_OPTION} {JIT_OPTIONS}"
+DRIVER_OPTIONS = (
+    f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {GC_OPTION} {METASPACE_OPTION} {JIT_OPTIONS}"
+)
 
 
 class EmbeddedSparkError(RuntimeError):
