@@ -695,12 +695,17 @@ class _Refresh:
         which keeps the columns) or the rebuilt table says it should be. Without docs
         (``refresh_mviews``), a view whose columns stay is kept with its comments (created
         again without them, it lost the model's persist_docs until its next dbt run)."""
-        # After a complete refresh the table may have other columns: read it fresh.
-        meta = record.meta if record is not None else self.env.tables.load(self.storage, fresh=True)
-        assert meta is not None
-        keep = self.docs is None and before is not None and before.meta.columns == meta.columns
+        # After a complete refresh the table may have other columns: read them again (on
+        # the SQL path one DESCRIBE: the rebuild was this session's own commit).
+        columns = (
+            record.meta.columns
+            if record is not None
+            else self.env.tables.columns(self.storage, own_write=True)
+        )
+        assert columns is not None
+        keep = self.docs is None and before is not None and before.meta.columns == columns
         ensure_view(
-            self.env, self.view, self.storage, meta.columns, self.docs or ViewDocs(),
+            self.env, self.view, self.storage, columns, self.docs or ViewDocs(),
             replace_table=self.replace_table, keep_existing=keep,
         )  # fmt: skip
 

@@ -110,6 +110,12 @@ def ensure_view(
     elif replace_table:
         env.sql.execute(f"DROP TABLE IF EXISTS {view.sql}")
     else:
+        # Most often nothing has the name yet (a first build): a plain CREATE VIEW, one
+        # statement. It fails on anything there (a view without the fingerprint, a table),
+        # which is then dropped or reported as before.
+        with contextlib.suppress(Exception):
+            env.sql.execute(statement.replace("CREATE OR REPLACE VIEW ", "CREATE VIEW ", 1))
+            return True
         with contextlib.suppress(Exception):  # a table: the CREATE below says what to do
             env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")
     try:

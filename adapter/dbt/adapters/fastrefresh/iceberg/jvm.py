@@ -310,8 +310,10 @@ class JvmTables:
     def load_state(self, name: TableName, *, fresh: bool = False) -> TableMeta | None:
         return self.load(name, fresh=fresh)  # the columns cost nothing more here
 
-    def columns(self, name: TableName) -> tuple[mt.Column, ...] | None:
-        meta = self.load(name)  # milliseconds, as any load here
+    def columns(self, name: TableName, *, own_write: bool = False) -> tuple[mt.Column, ...] | None:
+        # Milliseconds, as any load here. After a CREATE OR REPLACE the catalog's cached
+        # table object may be the replaced one: refreshed then.
+        meta = self.load(name, fresh=own_write)
         return None if meta is None else meta.columns
 
     @contextlib.contextmanager

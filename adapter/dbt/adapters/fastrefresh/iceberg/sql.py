@@ -207,9 +207,11 @@ class SqlTables:
             self._properties[name] = properties
         return _iceberg_meta(name, (), properties)
 
-    def columns(self, name: TableName) -> tuple[mt.Column, ...] | None:
-        """One ``DESCRIBE`` (inside ``reading``: a load's answer, if there was one)."""
-        loaded = self._memo.get(name) if self._memo is not None else None
+    def columns(self, name: TableName, *, own_write: bool = False) -> tuple[mt.Column, ...] | None:
+        """One ``DESCRIBE`` (inside ``reading``: a load's answer, if there was one, unless
+        ``own_write``). After this session's own write, no ``REFRESH TABLE`` first: its
+        catalog saw the commit."""
+        loaded = self._memo.get(name) if self._memo is not None and not own_write else None
         if loaded is not None:
             return loaded.columns
         described = mt.describe(self.x, name)

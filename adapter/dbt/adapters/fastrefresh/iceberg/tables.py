@@ -293,9 +293,11 @@ class Tables(Protocol):
         columns may be left empty (reading a protocol state)."""
         ...
 
-    def columns(self, name: TableName) -> tuple[mt.Column, ...] | None:
+    def columns(self, name: TableName, *, own_write: bool = False) -> tuple[mt.Column, ...] | None:
         """The table's columns alone (None if it does not exist), for a reader that has
-        its state from ``load_state``."""
+        its state from ``load_state``. ``own_write``: this process has just created or
+        replaced the table, so its session's catalog holds that commit and no other
+        writer's is looked for (the table is its own, under its lease)."""
         ...
 
     def history(self, name: TableName) -> History: ...

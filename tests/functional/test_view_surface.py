@@ -1,0 +1,71 @@
+"""The model's view over its storage table after a complete refresh: created in one
+statement when nothing has its name, and over the columns the rebuild gave the table, read
+after the rebuild without reloading the table (the SQL path: one ``DESCRIBE``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
+from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import PATHS, keyed_master_with_log, refresh_and_check
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_first_build_creates_its_view_and_a_rebuild_shows_its_new_columns(
+    spark: Any, path: str
+) -> None:
+    schema = f"surface_{path}"
+    env = keyed_master_with_log(spark, schema, rows=60, groups=4, path=path)
+    assert isinstance(env.sql, SparkExecutor)
+    statements = env.sql.statements
+    view = TableName(schema, "v")
+    storage = f"`{schema}`.`v__fr_data`"
+
+    before = len(statements)
+    narrow = f"SELECT g, count(*) AS n FROM {schema}.m GROUP BY g"
+    refresh_and_check(spark, env, view, narrow, exists=False, expect="COMPLETE")
+    built = statements[before:]
+    creates = [s for s in built if s.startswith("CREATE VIEW `")]
+    assert len(creates) == 1 and creates[0].startswith(f"CREATE VIEW {view.sql} "), built
+    assert not [s for s in built if s.startswith(("DROP VIEW", "CREATE OR REPLACE VIEW"))]
+    # The storage table was this session's own commit: not refreshed to read its columns.
+    assert f"REFRESH TABLE {storage}" not in built, built
+    assert spark.table(view.sql).columns == ["g", "n"]
+
+    # The query changed: the table is replaced with more columns, and the view, which
+    # exists now, is replaced over all of them.
+    before = len(statements)
+    wide = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
+    result = refresh_and_check(spark, env, view, wide, exists=True, expect="COMPLETE")
+    assert result.reason is not None
+    rebuilt = statements[before:]
+    assert f"REFRESH TABLE {storage}" not in rebuilt, rebuilt
+    assert [s for s in rebuilt if s.startswith(f"CREATE OR REPLACE VIEW {view.sql} ")], rebuilt
+    assert spark.table(view.sql).columns == ["g", "n", "sx"]
+
+    # Fewer columns again, after changes: the view follows, and its rows are the query's.
+    spark.sql(f"UPDATE {schema}.m SET x = x + 2 WHERE k % 5 = 1")
+    refresh_and_check(spark, env, view, narrow, exists=True, expect="COMPLETE")
+    assert spark.table(view.sql).columns == ["g", "n"]
+
+
+def test_a_view_of_another_query_on_the_name_is_replaced(spark: Any) -> None:
+    """A view without the model's fingerprint (a dbt `view` model switched to
+    fast_refresh) makes the plain CREATE VIEW fail: it is dropped, and the model's view
+    created in its place, answering the model's query."""
+    schema = "surface_switch"
+    env = keyed_master_with_log(spark, schema, rows=40, groups=3, path="sql")
+    spark.sql(f"CREATE VIEW {schema}.v AS SELECT k AS other FROM {schema}.m")
+    result = refresh.refresh_view(
+        env, view=TableName(schema, "v"), sql=f"SELECT g, count(*) AS n FROM {schema}.m "
+        "GROUP BY g", method="force", exists=False,
+    )  # fmt: skip
+    assert result.refresh_type == "COMPLETE"
+    assert spark.table(f"{schema}.v").columns == ["g", "n"]
+    assert sorted(tuple(r) for r in spark.table(f"{schema}.v").collect()) == [
+        (0, 14), (1, 13), (2, 13),
+    ]  # fmt: skip
