@@ -18,7 +18,7 @@ from dbt.adapters.fastrefresh.runtime.embedded import (
     JIT_OPTIONS,
     METASPACE_OPTION,
     check_java,
-    own_collector,
+    own_java_options,
     session_parameters,
 )
 from tests.jvm import short_lived_env
@@ -53,8 +53,22 @@ def test_the_driver_jvm_runs_the_throughput_collector(spark: Any) -> None:
     assert names == ["PS MarkSweep", "PS Scavenge"], names
 
 
+def java_with_driver_flags(
+    parameters: dict[str, str], environ: dict[str, str], *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``java -version`` with the ``-XX`` flags of ``parameters``' driver options and
+    ``extra``, ``environ`` in its environment: how HotSpot takes them."""
+    flags = parameters["spark.driver.extraJavaOptions"].split()
+    started = subprocess.run(
+        [check_java()[0], *(f for f in flags if f.startswith("-XX:")), *extra, "-version"],
+        capture_output=True, text=True, env={**short_lived_env(), **environ},
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    return started
+
+
 def test_a_collector_in_the_java_options_replaces_the_default() -> None:
-    """HotSpot refuses two collectors, so ``own_collector`` drops the default's when the
+    """HotSpot refuses two collectors, so ``own_java_options`` drops the default's when the
     environment chooses one; the JVM then starts with the user's."""
     java = check_java()[0]
     both = subprocess.run(
@@ -63,15 +77,25 @@ def test_a_collector_in_the_java_options_replaces_the_default() -> None:
     assert both.returncode != 0, both
     assert "Multiple garbage collectors selected" in both.stdout + both.stderr, both
     environ = {"JDK_JAVA_OPTIONS": "-XX:+UseG1GC"}
-    options = own_collector(session_parameters(Path("/tmp/fr-state")), environ)
-    flags = options["spark.driver.extraJavaOptions"].split()
-    started = subprocess.run(
-        [java, *(f for f in flags if f.startswith("-XX:")), "-XX:+PrintCommandLineFlags",
-         "-version"],
-        capture_output=True, text=True, env={**short_lived_env(), **environ},
-    )  # fmt: skip
-    assert started.returncode == 0, started.stderr
+    options = own_java_options(session_parameters(Path("/tmp/fr-state")), environ)
+    started = java_with_driver_flags(options, environ, "-XX:+PrintCommandLineFlags")
     assert "-XX:+UseG1GC" in started.stdout and GC_OPTION not in started.stdout, started.stdout
+
+
+def test_a_class_metadata_threshold_in_the_java_options_is_the_one_the_jvm_takes() -> None:
+    """HotSpot takes a flag's last value, and ``JAVA_TOOL_OPTIONS`` comes before the
+    command line: the default's ``METASPACE_OPTION`` would replace the user's value, so
+    ``own_java_options`` leaves it out, and the JVM runs with the user's."""
+    environ = {"JAVA_TOOL_OPTIONS": "-XX:MetaspaceSize=64m"}
+    defaults = session_parameters(Path("/tmp/fr-state"))
+
+    def metaspace_size(parameters: dict[str, str]) -> int:
+        started = java_with_driver_flags(parameters, environ, "-XX:+PrintFlagsFinal")
+        line = next(x for x in started.stdout.splitlines() if " MetaspaceSize " in x)
+        return int(line.split("=")[1].split()[0])
+
+    assert metaspace_size(defaults) == 256 * 1024 * 1024  # the default's value won
+    assert metaspace_size(own_java_options(defaults, environ)) == 64 * 1024 * 1024
 
 
 # A process of its own (a JVM is launched once per process): the embedded session on a

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import PATHS, keyed_master_with_log, refresh_and_check
@@ -22,6 +23,15 @@ def after_rebuild(statements: list[str], storage: str) -> list[str]:
     ]
     assert len(rebuilds) == 1, statements
     return statements[rebuilds[0] + 1 :]
+
+
+def read_once(statements: list[str], storage: str) -> None:
+    """On the SQL path, after the rebuild: the storage table's columns from one
+    ``DESCRIBE``, its properties read once (by the write of the view's state). A fresh
+    load of the table, as before, would add a ``SHOW TBLPROPERTIES``."""
+    described = [s for s in statements if s.startswith(f"DESCRIBE TABLE EXTENDED {storage}")]
+    shown = [s for s in statements if s.startswith(f"SHOW TBLPROPERTIES {storage}")]
+    assert (len(described), len(shown)) == (1, 1), statements
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -44,6 +54,8 @@ def test_a_first_build_creates_its_view_and_a_rebuild_shows_its_new_columns(
     assert not [s for s in built if s.startswith(("DROP VIEW", "CREATE OR REPLACE VIEW"))]
     # The storage table was this session's own commit: not refreshed to read its columns.
     assert f"REFRESH TABLE {storage}" not in after_rebuild(built, storage), built
+    if path == "sql":
+        read_once(after_rebuild(built, storage), storage)
     assert spark.table(view.sql).columns == ["g", "n"]
 
     # The query changed: the table is replaced with more columns, and the view, which
@@ -54,6 +66,8 @@ def test_a_first_build_creates_its_view_and_a_rebuild_shows_its_new_columns(
     assert result.reason is not None
     rebuilt = statements[before:]
     assert f"REFRESH TABLE {storage}" not in after_rebuild(rebuilt, storage), rebuilt
+    if path == "sql":
+        read_once(after_rebuild(rebuilt, storage), storage)
     assert [s for s in rebuilt if s.startswith(f"CREATE OR REPLACE VIEW {view.sql} ")], rebuilt
     assert spark.table(view.sql).columns == ["g", "n", "sx"]
 
@@ -69,13 +83,35 @@ def test_a_view_of_another_query_on_the_name_is_replaced(spark: Any) -> None:
     created in its place, answering the model's query."""
     schema = "surface_switch"
     env = keyed_master_with_log(spark, schema, rows=40, groups=3, path="sql")
+    assert isinstance(env.sql, SparkExecutor)
     spark.sql(f"CREATE VIEW {schema}.v AS SELECT k AS other FROM {schema}.m")
+    before = len(env.sql.statements)
     result = refresh.refresh_view(
         env, view=TableName(schema, "v"), sql=f"SELECT g, count(*) AS n FROM {schema}.m "
         "GROUP BY g", method="force", exists=False,
     )  # fmt: skip
     assert result.refresh_type == "COMPLETE"
+    assert f"DROP VIEW IF EXISTS `{schema}`.`v`" in env.sql.statements[before:]
     assert spark.table(f"{schema}.v").columns == ["g", "n"]
     assert sorted(tuple(r) for r in spark.table(f"{schema}.v").collect()) == [
         (0, 14), (1, 13), (2, 13),
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_table_on_the_name_is_reported_with_the_fix_and_kept(spark: Any, path: str) -> None:
+    """A table where the model's view goes (left by another materialization, refreshed
+    here without dbt's materialization, which would drop it): the plain CREATE VIEW and
+    the replacing one fail, and the refresh stops with the cause and the fix; the table
+    keeps its rows."""
+    schema = f"surface_table_{path}"
+    env = keyed_master_with_log(spark, schema, rows=20, groups=2, path=path)
+    spark.sql(f"CREATE TABLE {schema}.v USING iceberg AS SELECT 7 AS other")
+    with pytest.raises(FastRefreshError) as raised:
+        refresh.refresh_view(
+            env, view=TableName(schema, "v"), sql=f"SELECT g, count(*) AS n FROM {schema}.m "
+            "GROUP BY g", method="force", exists=False,
+        )  # fmt: skip
+    message = str(raised.value)
+    assert f"{schema}.v is a table" in message and "Fix: dbt run the model" in message, message
+    assert [tuple(r) for r in spark.table(f"{schema}.v").collect()] == [(7,)]

@@ -27,6 +27,12 @@ def test_the_view_shows_the_user_columns_with_their_comments() -> None:
         f"TBLPROPERTIES ('fast_refresh.view-of'='{fingerprint}') "
         "AS SELECT `k`, `n` FROM `an`.`revenue__fr_data`"
     )
+    # A first build's plain CREATE VIEW: the same view and fingerprint.
+    plain, same = view_statement(
+        V, storage_of(V), COLUMNS, ViewDocs("Revenue", {"n": "it's n"}), replace=False
+    )
+    assert same == fingerprint
+    assert plain == "CREATE VIEW " + statement.removeprefix("CREATE OR REPLACE VIEW ")
 
 
 def test_the_fingerprint_changes_with_columns_types_and_comments_only() -> None:

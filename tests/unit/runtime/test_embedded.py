@@ -93,7 +93,7 @@ def test_the_driver_runs_the_throughput_collector_unless_the_user_chooses_one() 
     from dbt.adapters.fastrefresh.runtime.catalog import SharedCatalog
     from dbt.adapters.fastrefresh.runtime.embedded import (
         GC_OPTION,
-        own_collector,
+        own_java_options,
         session_parameters,
     )
 
@@ -102,17 +102,73 @@ def test_the_driver_runs_the_throughput_collector_unless_the_user_chooses_one() 
     state = Path("/tmp/fr-state")
     for parameters in (session_parameters(state), session_parameters(None, catalog=catalog)):
         assert GC_OPTION in parameters[key].split()
-        assert own_collector(parameters, {})[key] == parameters[key]
+        assert own_java_options(parameters, {})[key] == parameters[key]
     # Flags that only look like a collector's, or the same collector again, keep it.
     kept = session_parameters(state, {key: "-XX:+UseCompressedOops -XX:+UseParallelGC"})
-    assert own_collector(kept, {"JDK_JAVA_OPTIONS": "-XX:+UseGCOverheadLimit"}) == kept
+    assert own_java_options(kept, {"JDK_JAVA_OPTIONS": "-XX:+UseGCOverheadLimit"}) == kept
     chosen = session_parameters(state, {key: "-Xmx8g -XX:+UseG1GC"})
-    options = own_collector(chosen, {})[key].split()
+    options = own_java_options(chosen, {})[key].split()
     assert GC_OPTION not in options and options[-2:] == ["-Xmx8g", "-XX:+UseG1GC"]
     assert options == [o for o in chosen[key].split() if o != GC_OPTION]
     # Only the default's flag goes: the rest of the value is left as written.
     spaced = {key: f"{GC_OPTION} -Dname='a  b' -XX:+UseZGC"}
-    assert own_collector(spaced, {})[key] == "-Dname='a  b' -XX:+UseZGC"
-    for variable in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS"):
-        from_environment = own_collector(session_parameters(state), {variable: "-XX:+UseZGC"})
+    assert own_java_options(spaced, {})[key] == "-Dname='a  b' -XX:+UseZGC"
+    for variable in ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "SPARK_SUBMIT_OPTS"):
+        from_environment = own_java_options(session_parameters(state), {variable: "-XX:+UseZGC"})
         assert GC_OPTION not in from_environment[key].split(), variable
+    spark_default = {**session_parameters(state), "spark.driver.defaultJavaOptions": "-XX:+UseZGC"}
+    assert GC_OPTION not in own_java_options(spark_default, {})[key].split()
+
+
+def test_a_value_the_user_sets_outside_the_profile_replaces_the_defaults() -> None:
+    """A ``-XX:Name=value`` of the defaults' (``METASPACE_OPTION``, ``JIT_OPTIONS``) that
+    the environment's Java options or ``spark.driver.defaultJavaOptions`` set is left out:
+    those come before the extra options on the JVM's command line, and HotSpot takes a
+    flag's last value. Only that flag goes; one in the profile's own options stays after
+    the default's, where it wins already."""
+    from pathlib import Path
+
+    from dbt.adapters.fastrefresh.runtime.catalog import SharedCatalog
+    from dbt.adapters.fastrefresh.runtime.embedded import (
+        GC_OPTION,
+        JIT_OPTIONS,
+        METASPACE_OPTION,
+        own_java_options,
+        session_parameters,
+    )
+
+    key = "spark.driver.extraJavaOptions"
+    catalog = SharedCatalog.parse({"uri": "jdbc:sqlite:x", "warehouse": "/w"})
+    for defaults in (
+        session_parameters(Path("/tmp/fr-state")),
+        session_parameters(None, catalog=catalog),
+    ):
+        ours = defaults[key].split()
+        for variable in (
+            "JDK_JAVA_OPTIONS",
+            "JAVA_TOOL_OPTIONS",
+            "_JAVA_OPTIONS",
+            "SPARK_SUBMIT_OPTS",
+        ):
+            environ = {variable: "-Xmx2g -XX:MetaspaceSize=64m -XX:+UseCompressedOops"}
+            assert own_java_options(defaults, environ)[key].split() == [
+                o for o in ours if o != METASPACE_OPTION
+            ], variable
+        threshold = JIT_OPTIONS.split()[0]
+        assert threshold.startswith("-XX:Tier4InvocationThreshold=")
+        environ = {"JAVA_TOOL_OPTIONS": "-XX:Tier4InvocationThreshold=5000"}
+        assert own_java_options(defaults, environ)[key].split() == [
+            o for o in ours if o != threshold
+        ]
+        spark_default = {**defaults, "spark.driver.defaultJavaOptions": "-XX:MetaspaceSize=1g"}
+        options = own_java_options(spark_default, {})[key].split()
+        assert METASPACE_OPTION not in options and GC_OPTION in options
+        # A name that only starts like one of ours, or a flag without a value: kept.
+        environ = {"JDK_JAVA_OPTIONS": "-XX:MetaspaceSizeX=1 -XX:MaxMetaspaceSize=1g -XX:+Foo"}
+        assert own_java_options(defaults, environ) == defaults
+    profile = session_parameters(Path("/tmp/fr-state"), {key: "-XX:MetaspaceSize=64m"})
+    assert own_java_options(profile, {}) == profile
+    # Both kinds at once: the collector and a value.
+    environ = {"_JAVA_OPTIONS": "-XX:+UseSerialGC -XX:MetaspaceSize=64m"}
+    options = own_java_options(session_parameters(Path("/tmp/fr-state")), environ)[key].split()
+    assert GC_OPTION not in options and METASPACE_OPTION not in options

@@ -50,9 +50,15 @@ def storage_read(storage: TableName, columns: Sequence[Column]) -> str:
 
 
 def view_statement(
-    view: TableName, storage: TableName, columns: Sequence[Column], docs: ViewDocs
+    view: TableName,
+    storage: TableName,
+    columns: Sequence[Column],
+    docs: ViewDocs,
+    *,
+    replace: bool = True,
 ) -> tuple[str, str]:
-    """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint."""
+    """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint
+    (``replace=False``: a plain ``CREATE VIEW``, which fails when the name is taken)."""
     shown = user_columns(columns)
     names = {c.name.lower() for c in columns}
     where = HAVING_COLUMN if HAVING_COLUMN in names else None
@@ -74,8 +80,9 @@ def view_statement(
         for c in shown
     )
     comment = f" COMMENT {string(docs.relation)}" if docs.relation else ""
+    verb = "CREATE OR REPLACE VIEW" if replace else "CREATE VIEW"
     statement = (
-        f"CREATE OR REPLACE VIEW {view.sql} ({listed}){comment} "
+        f"{verb} {view.sql} ({listed}){comment} "
         f"TBLPROPERTIES ({properties({VIEW_FINGERPRINT: fingerprint})}) "
         f"AS {storage_read(storage, columns)}"
     )
@@ -114,7 +121,7 @@ def ensure_view(
         # statement. It fails on anything there (a view without the fingerprint, a table),
         # which is then dropped or reported as before.
         with contextlib.suppress(Exception):
-            env.sql.execute(statement.replace("CREATE OR REPLACE VIEW ", "CREATE VIEW ", 1))
+            env.sql.execute(view_statement(view, storage, columns, docs, replace=False)[0])
             return True
         with contextlib.suppress(Exception):  # a table: the CREATE below says what to do
             env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")

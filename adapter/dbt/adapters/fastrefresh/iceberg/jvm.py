@@ -311,8 +311,9 @@ class JvmTables:
         return self.load(name, fresh=fresh)  # the columns cost nothing more here
 
     def columns(self, name: TableName, *, own_write: bool = False) -> tuple[mt.Column, ...] | None:
-        # Milliseconds, as any load here. After a CREATE OR REPLACE the catalog's cached
-        # table object may be the replaced one: refreshed then.
+        # Milliseconds, as any load here. After a CREATE OR REPLACE, Iceberg's caching
+        # catalog has dropped the replaced table (its commit does); refreshed all the
+        # same, a few milliseconds, for a catalog that caches it otherwise.
         meta = self.load(name, fresh=own_write)
         return None if meta is None else meta.columns
 

@@ -210,8 +210,10 @@ class SqlTables:
     def columns(self, name: TableName, *, own_write: bool = False) -> tuple[mt.Column, ...] | None:
         """One ``DESCRIBE`` (inside ``reading``: a load's answer, if there was one, unless
         ``own_write``). After this session's own write, no ``REFRESH TABLE`` first: its
-        catalog saw the commit."""
-        loaded = self._memo.get(name) if self._memo is not None and not own_write else None
+        catalog saw the commit; what a ``reading`` block held of the table is forgotten."""
+        if own_write:
+            self._forget(name)
+        loaded = self._memo.get(name) if self._memo is not None else None
         if loaded is not None:
             return loaded.columns
         described = mt.describe(self.x, name)

@@ -56,8 +56,8 @@ JIT_OPTIONS = (
 # G1's short pauses, whose bookkeeping (write barriers, concurrent marking) costs CPU.
 # Measured on 2 cores (docs/bookkeeping.md): the oracle's deterministic test (`java-1`)
 # alone, 54.1-62.0 s with it against 67.6-72.2 s with G1, interleaved.
-# Left out when the profile's driver options or the environment's Java options choose a
-# collector (``own_collector``): HotSpot refuses to start with two.
+# Left out when the user's driver options or the environment's Java options choose a
+# collector (``own_java_options``): HotSpot refuses to start with two.
 GC_OPTION = "-XX:+UseParallelGC"
 # Class metadata may grow to 256 MB before it triggers a full collection. HotSpot's first
 # threshold is about 21 MB and rises a little after each such collection, and Spark,
@@ -69,7 +69,17 @@ GC_OPTION = "-XX:+UseParallelGC"
 # at any other.
 METASPACE_OPTION = "-XX:MetaspaceSize=256m"
 COLLECTOR_FLAG = re.compile(r"(?<!\S)-XX:\+Use\w*GC(?!\S)")
-JAVA_OPTION_VARIABLES = ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
+VALUE_FLAG = re.compile(r"(?<!\S)-XX:(\w+)=\S*")  # -XX:Name=value; group 1: its name
+# Where else the driver JVM's options come from, beside ``spark.driver.extraJavaOptions``:
+# the environment's Java options, and Spark's launcher's (spark-submit puts
+# ``SPARK_SUBMIT_OPTS`` and ``spark.driver.defaultJavaOptions`` before the extra options).
+JAVA_OPTION_VARIABLES = (
+    "JDK_JAVA_OPTIONS",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "SPARK_SUBMIT_OPTS",
+)
+DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 # The driver JVM's options on any catalog; the embedded one adds its Derby's.
 DRIVER_OPTIONS = (
     f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {GC_OPTION} {METASPACE_OPTION} {JIT_OPTIONS}"
@@ -147,17 +157,36 @@ def merge_parameters(defaults: Mapping[str, str], user: Mapping[str, str]) -> di
     return merged
 
 
-def own_collector(parameters: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
-    """``parameters`` without the default's ``GC_OPTION`` when the user's driver options,
-    or Java options in the environment, choose another collector: HotSpot refuses to start
-    with two ("Multiple garbage collectors selected")."""
+def own_java_options(parameters: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """``parameters`` without the defaults' JVM options the user sets elsewhere.
+
+    - ``GC_OPTION``, when the user's driver options, ``spark.driver.defaultJavaOptions``
+      or the environment's Java options choose another collector: HotSpot refuses to
+      start with two ("Multiple garbage collectors selected").
+    - A ``-XX:Name=value`` of ``METASPACE_OPTION`` or ``JIT_OPTIONS``, when the
+      environment's Java options or ``spark.driver.defaultJavaOptions`` set that flag.
+      HotSpot takes a flag's last value, and those come before the extra options on the
+      JVM's command line (``_JAVA_OPTIONS`` after it), so the default's value would
+      silently replace the user's. A value in the profile's own extra options goes after
+      the default's (``merge_parameters``) and wins as it is.
+    """
     merged = dict(parameters)
-    options = merged.get("spark.driver.extraJavaOptions", "")
-    theirs = [options, *(environ.get(name, "") for name in JAVA_OPTION_VARIABLES)]
-    chosen = {flag for value in theirs for flag in COLLECTOR_FLAG.findall(value)}
-    if chosen - {GC_OPTION}:
-        ours = re.compile(rf"(?<!\S){re.escape(GC_OPTION)}(?!\S)\s*")
-        merged["spark.driver.extraJavaOptions"] = ours.sub("", options).strip()
+    key = "spark.driver.extraJavaOptions"
+    options = merged.get(key, "")
+    elsewhere = [merged.get(DEFAULT_JAVA_OPTIONS, "")]
+    elsewhere += [environ.get(name, "") for name in JAVA_OPTION_VARIABLES]
+    chosen = {flag for value in (options, *elsewhere) for flag in COLLECTOR_FLAG.findall(value)}
+    drop = {GC_OPTION: 0} if chosen - {GC_OPTION} else {}  # 0: every occurrence
+    named = {name for value in elsewhere for name in VALUE_FLAG.findall(value)}
+    for flag in f"{METASPACE_OPTION} {JIT_OPTIONS}".split():
+        match = VALUE_FLAG.match(flag)
+        if match and match.group(1) in named:
+            drop[flag] = 1  # the default's, the first: a user's equal one stays
+    for flag, count in drop.items():
+        ours = re.compile(rf"(?<!\S){re.escape(flag)}(?!\S)\s*")
+        options = ours.sub("", options, count=count)
+    if drop:
+        merged[key] = options.strip()
     return merged
 
 
@@ -274,7 +303,7 @@ def prepare_embedded(
     jars = ensure_iceberg_jars().spark_jars()
     if catalog is not None and catalog.jars:
         jars = ",".join((jars, *catalog.jars))
-    final = own_collector(with_jars(parameters, jars), os.environ)
+    final = own_java_options(with_jars(parameters, jars), os.environ)
     cache = class_cache.jvm_options(java, version, final)
     if cache and cache not in final.get("spark.driver.extraJavaOptions", ""):
         # Appended after the profile's and the defaults' options, as a user's would be.
