@@ -275,6 +275,30 @@ def test_the_sql_path_tells_a_table_from_a_view_by_one_fresh_read(spark: Any) ->
     assert meta.current_snapshot == now.current_snapshot != first.current_snapshot
 
 
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_view_property_read_tells_a_free_name_from_a_taken_one(spark: Any, path: str) -> None:
+    """``view_entry``: one read gives a view's property and whether anything has the
+    name, so that a first build creates its view with a plain CREATE VIEW and a name
+    taken by a view of another query or by a table is never tried that way."""
+    s = f"reg_entry_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.t (k BIGINT) USING iceberg")
+    spark.sql(f"CREATE VIEW {s}.plain AS SELECT k FROM {s}.t")
+    spark.sql(
+        f"CREATE VIEW {s}.marked TBLPROPERTIES ('fast_refresh.view-of'='abc') AS "
+        f"SELECT k FROM {s}.t"
+    )
+    tables = env_for(spark, f"{s}_registry", path).tables
+    key = "fast_refresh.view-of"
+    entries = {n: tables.view_entry(TableName(s, n), key) for n in ("free", "t", "plain", "marked")}
+    assert entries == {
+        "free": (False, None), "t": (True, None), "plain": (True, None), "marked": (True, "abc"),
+    }  # fmt: skip
+    assert [tables.view_property(TableName(s, n), key) for n in entries] == [
+        None, None, None, "abc",
+    ]  # fmt: skip
+
+
 def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> None:
     """A refresh whose log holds every change of its master already (none, or captured by
     another view's refresh) takes the log as it first read it: no second load under the

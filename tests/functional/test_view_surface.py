@@ -77,12 +77,20 @@ def test_a_first_build_creates_its_view_and_a_rebuild_shows_its_new_columns(
     assert spark.table(view.sql).columns == ["g", "n"]
 
 
-def test_a_view_of_another_query_on_the_name_is_replaced(spark: Any) -> None:
+def no_plain_create(statements: list[str]) -> None:
+    """No plain ``CREATE VIEW`` was tried: the read of the view's fingerprint found the
+    name taken (a plain one would fail there, and a Thrift server logs that failure as
+    an error with its stack)."""
+    assert not [s for s in statements if s.startswith("CREATE VIEW ")], statements
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_view_of_another_query_on_the_name_is_replaced(spark: Any, path: str) -> None:
     """A view without the model's fingerprint (a dbt `view` model switched to
-    fast_refresh) makes the plain CREATE VIEW fail: it is dropped, and the model's view
-    created in its place, answering the model's query."""
-    schema = "surface_switch"
-    env = keyed_master_with_log(spark, schema, rows=40, groups=3, path="sql")
+    fast_refresh) is dropped, without a plain CREATE VIEW tried first, and the model's
+    view created in its place, answering the model's query."""
+    schema = f"surface_switch_{path}"
+    env = keyed_master_with_log(spark, schema, rows=40, groups=3, path=path)
     assert isinstance(env.sql, SparkExecutor)
     spark.sql(f"CREATE VIEW {schema}.v AS SELECT k AS other FROM {schema}.m")
     before = len(env.sql.statements)
@@ -91,7 +99,10 @@ def test_a_view_of_another_query_on_the_name_is_replaced(spark: Any) -> None:
         "GROUP BY g", method="force", exists=False,
     )  # fmt: skip
     assert result.refresh_type == "COMPLETE"
-    assert f"DROP VIEW IF EXISTS `{schema}`.`v`" in env.sql.statements[before:]
+    ran = env.sql.statements[before:]
+    dropped = ran.index(f"DROP VIEW IF EXISTS `{schema}`.`v`")
+    assert ran[dropped + 1].startswith(f"CREATE OR REPLACE VIEW `{schema}`.`v` "), ran
+    no_plain_create(ran)
     assert spark.table(f"{schema}.v").columns == ["g", "n"]
     assert sorted(tuple(r) for r in spark.table(f"{schema}.v").collect()) == [
         (0, 14), (1, 13), (2, 13),
@@ -99,14 +110,45 @@ def test_a_view_of_another_query_on_the_name_is_replaced(spark: Any) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_a_name_taken_between_its_read_and_the_create_is_replaced(spark: Any, path: str) -> None:
+    """Another writer creates a view on the name after the refresh found it free: the
+    plain CREATE VIEW fails, and the refresh drops that view and creates the model's."""
+    schema = f"surface_race_{path}"
+    env = keyed_master_with_log(spark, schema, rows=30, groups=3, path=path)
+    assert isinstance(env.sql, SparkExecutor)
+    read = env.tables.view_entry
+
+    def then_taken(name: TableName, key: str) -> tuple[bool, str | None]:
+        found = read(name, key)
+        if name == TableName(schema, "v"):
+            spark.sql(f"CREATE VIEW {schema}.v AS SELECT k AS other FROM {schema}.m")
+        return found
+
+    env.tables.view_entry = then_taken  # type: ignore[method-assign]
+    before = len(env.sql.statements)
+    refresh_and_check(
+        spark, env, TableName(schema, "v"), f"SELECT g, count(*) AS n FROM {schema}.m GROUP BY g",
+        exists=False, expect="COMPLETE",
+    )  # fmt: skip
+    ran = [s.split(" (")[0] for s in env.sql.statements[before:] if "VIEW" in s.split(" (")[0]]
+    assert ran[-3:] == [
+        f"CREATE VIEW `{schema}`.`v`", f"DROP VIEW IF EXISTS `{schema}`.`v`",
+        f"CREATE OR REPLACE VIEW `{schema}`.`v`",
+    ], ran  # fmt: skip
+    assert spark.table(f"{schema}.v").columns == ["g", "n"]
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_a_table_on_the_name_is_reported_with_the_fix_and_kept(spark: Any, path: str) -> None:
     """A table where the model's view goes (left by another materialization, refreshed
-    here without dbt's materialization, which would drop it): the plain CREATE VIEW and
-    the replacing one fail, and the refresh stops with the cause and the fix; the table
-    keeps its rows."""
+    here without dbt's materialization, which would drop it): the name is found taken,
+    the replacing CREATE VIEW fails, and the refresh stops with the cause and the fix;
+    the table keeps its rows."""
     schema = f"surface_table_{path}"
     env = keyed_master_with_log(spark, schema, rows=20, groups=2, path=path)
     spark.sql(f"CREATE TABLE {schema}.v USING iceberg AS SELECT 7 AS other")
+    assert isinstance(env.sql, SparkExecutor)
+    before = len(env.sql.statements)
     with pytest.raises(FastRefreshError) as raised:
         refresh.refresh_view(
             env, view=TableName(schema, "v"), sql=f"SELECT g, count(*) AS n FROM {schema}.m "
@@ -115,3 +157,4 @@ def test_a_table_on_the_name_is_reported_with_the_fix_and_kept(spark: Any, path:
     message = str(raised.value)
     assert f"{schema}.v is a table" in message and "Fix: dbt run the model" in message, message
     assert [tuple(r) for r in spark.table(f"{schema}.v").collect()] == [(7,)]
+    no_plain_create(env.sql.statements[before:])

@@ -104,9 +104,16 @@ def ensure_view(
     and which goes now, once the storage table is built (a model whose refresh failed keeps
     it). ``keep_existing``: any view of the model's (fingerprinted) is kept as it is."""
     statement, fingerprint = view_statement(view, storage, columns, docs)
-    current = env.tables.view_property(view, VIEW_FINGERPRINT)
+    taken, current = env.tables.view_entry(view, VIEW_FINGERPRINT)
     if current == fingerprint or (keep_existing and current is not None):
         return False
+    if not taken:
+        # Nothing has the name (a first build): a plain CREATE VIEW, one statement. It
+        # fails only when another writer took the name since it was read; the name is
+        # then handled as taken by something unknown, below.
+        with contextlib.suppress(Exception):
+            env.sql.execute(view_statement(view, storage, columns, docs, replace=False)[0])
+            return True
     # Iceberg's views (1.10, through the session catalog) take CREATE OR REPLACE VIEW's new
     # properties but keep their old query (apache/iceberg#15490): drop the view, then
     # create it. So for a view of this name without the fingerprint (a dbt `view` model
@@ -117,13 +124,9 @@ def ensure_view(
     elif replace_table:
         env.sql.execute(f"DROP TABLE IF EXISTS {view.sql}")
     else:
-        # Most often nothing has the name yet (a first build): a plain CREATE VIEW, one
-        # statement. It fails on anything there (a view without the fingerprint, a table),
-        # which is then dropped or reported as before.
+        # A view without the fingerprint, or a table (the CREATE below says what to do:
+        # DROP VIEW refuses a table, EXPECT_VIEW_NOT_TABLE).
         with contextlib.suppress(Exception):
-            env.sql.execute(view_statement(view, storage, columns, docs, replace=False)[0])
-            return True
-        with contextlib.suppress(Exception):  # a table: the CREATE below says what to do
             env.sql.execute(f"DROP VIEW IF EXISTS {view.sql}")
     try:
         env.sql.execute(statement)

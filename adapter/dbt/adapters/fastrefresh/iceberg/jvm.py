@@ -325,10 +325,13 @@ class JvmTables:
     # -- commits -------------------------------------------------------------------------
 
     def view_property(self, name: TableName, key: str) -> str | None:
+        return self.view_entry(name, key)[1]
+
+    def view_entry(self, name: TableName, key: str) -> tuple[bool, str | None]:
         """From the session catalog's metadata (a metastore call, no Spark job)."""
         self._activate()
         if self._views_in_iceberg():
-            return self._iceberg_view_property(name, key)
+            return self._iceberg_view_entry(name, key)
         try:
             loaded = (
                 self.js.sessionState()
@@ -341,10 +344,10 @@ class JvmTables:
             )
         except Exception as exc:  # py4j wraps Spark's NoSuchTableException
             if "NoSuchTable" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
-                return None
+                return False, None
             raise
         value = loaded.properties().get(key)
-        return str(value.get()) if value.isDefined() else None
+        return True, str(value.get()) if value.isDefined() else None
 
     def snapshot_schema(
         self, name: TableName, snapshot: int, current: Sequence[mt.Column]
@@ -369,15 +372,30 @@ class JvmTables:
             self.h.views_in_iceberg = name == "org.apache.iceberg.spark.SparkCatalog"
         return bool(self.h.views_in_iceberg)
 
-    def _iceberg_view_property(self, name: TableName, key: str) -> str | None:
+    def _iceberg_view_entry(self, name: TableName, key: str) -> tuple[bool, str | None]:
+        identifier = self._identifier(name)
         try:
-            view = self.h.catalog.loadView(self._identifier(name))
+            view = self.h.catalog.loadView(identifier)
         except Exception as exc:  # py4j wraps Spark's NoSuchViewException
             if "NoSuchView" in str(exc) or "VIEW_NOT_FOUND" in str(exc):
-                return None
+                return self._table_named(identifier), None
             raise
         value = view.properties().get(key)
-        return None if value is None else str(value)
+        return True, None if value is None else str(value)
+
+    def _table_named(self, identifier: Any) -> bool:
+        """Whether the catalog has a table of that name (a second call to it, where the
+        plain CREATE VIEW it spares a first build costs a Spark statement). A table it
+        still caches after another process dropped it counts: the view then takes the
+        way of a taken name, which a free one takes as well."""
+        try:
+            self.h.catalog.loadTable(identifier)
+        except Exception as exc:
+            failure = _load_failure(exc)
+            if failure is None:
+                raise
+            return failure == "not iceberg"
+        return True
 
     def set_properties(
         self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()

@@ -326,19 +326,23 @@ class SqlTables:
         return {str(k): str(v) for k, v in rows}
 
     def view_property(self, name: TableName, key: str) -> str | None:
+        return self.view_entry(name, key)[1]
+
+    def view_entry(self, name: TableName, key: str) -> tuple[bool, str | None]:
         known = self._not_tables.pop(name, None)
         if known is not None:  # just read by ``iceberg_table``
-            return known.get(key)
+            return True, known.get(key)
         try:
             rows = self.x.query(f"SHOW TBLPROPERTIES {name.sql} ({literal(key)})")
         except Exception as exc:  # a missing view is an error of Spark's, not ours
             if mt.is_missing(exc):
-                return None
+                return False, None
             raise
-        # A missing property comes back as a sentence in the value column.
+        # A missing property (of a view or a table) comes back as a sentence in the value
+        # column.
         found = {str(r[0]): str(r[1]) for r in rows if len(r) > 1}
         value = found.get(key)
-        return None if value is None or "does not have property" in value else value
+        return True, None if value is None or "does not have property" in value else value
 
     def snapshot_schema(
         self, name: TableName, snapshot: int, current: Sequence[mt.Column]

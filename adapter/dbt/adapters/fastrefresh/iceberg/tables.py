@@ -325,6 +325,11 @@ class Tables(Protocol):
         """A property of the Spark view ``name`` (None: no such view, or no such property)."""
         ...
 
+    def view_entry(self, name: TableName, key: str) -> tuple[bool, str | None]:
+        """``view_property``, and whether anything (a view, a table) has the name, in
+        the same read: a name found free takes a plain ``CREATE VIEW``."""
+        ...
+
     def iceberg_table(self, name: TableName) -> TableMeta | None:
         """``name`` read fresh (as ``load(name, fresh=True)``) when this path can tell at
         little cost that it is an Iceberg table, which no view of that name can then be;
