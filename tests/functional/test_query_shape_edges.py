@@ -159,3 +159,45 @@ def test_filtered_outer_join_sides_and_group_by_all_equal_their_queries(spark: A
             refresh_and_check(
                 spark, env, TableName(schema, name), sql, exists=True, expect="COMPLETE"
             )
+
+
+KEYLESS_VIEWS = {
+    # They read no column of the key-less master: its images are the sign alone (the
+    # statement selected an empty column list, and every fast refresh failed to parse).
+    "rows_of_b": "SELECT count(*) AS n FROM {b}",
+    "counts": "SELECT count(*) AS n, 'f' AS src FROM {f} UNION ALL SELECT count(*), 'b' FROM {b}",
+    "rows_by_branch": (
+        "SELECT g, count(*) AS n FROM {f} GROUP BY g UNION ALL SELECT 'all', count(*) FROM {b}"
+    ),
+    "a_row_per_row": "SELECT k, g FROM {f} UNION ALL SELECT 0, 'b-row' FROM {b}",
+}
+
+
+def test_views_reading_no_column_of_a_keyless_master_refresh_fast(spark: Any) -> None:
+    schema = "shape_edges_keyless"
+    f, b = f"{schema}.f", f"{schema}.b"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {f} (k INT NOT NULL, g STRING) USING iceberg")
+    spark.sql(f"CREATE TABLE {b} (g STRING, x INT) USING iceberg")
+    spark.sql(f"INSERT INTO {f} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"INSERT INTO {b} VALUES ('a', 1), ('a', 1)")
+    env = env_for(spark, f"{schema}_registry", "java")
+    mlog.create_mview_log(env, f, key=["k"])
+    mlog.create_mview_log(env, b, key=[])
+    for name, sql in KEYLESS_VIEWS.items():
+        refresh_and_check(
+            spark, env, TableName(schema, name), sql.format(f=f, b=b), exists=False,
+            expect="COMPLETE",
+        )  # fmt: skip
+    rounds = [
+        f"INSERT INTO {b} VALUES ('c', 3), ('a', 1)",
+        f"UPDATE {b} SET g = 'd' WHERE x = 3",
+        f"DELETE FROM {b} WHERE g = 'a'",
+    ]
+    for statement in rounds:
+        spark.sql(statement)
+        for name, sql in KEYLESS_VIEWS.items():
+            refresh_and_check(
+                spark, env, TableName(schema, name), sql.format(f=f, b=b), exists=True,
+                expect="FAST",
+            )  # fmt: skip

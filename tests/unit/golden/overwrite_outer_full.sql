@@ -194,6 +194,65 @@ WITH __fr_own0_rng AS (
   FROM `g`.`m3` VERSION AS OF 23 AS __fr_p
   LEFT SEMI JOIN __fr_oth1_v AS v
     ON __fr_p.g = v.__fr_c0
+), __fr_nullrows AS (
+  SELECT
+    t.`k`,
+    t.`bk`
+  FROM `g`.`outer_full` AS t
+  WHERE
+    (
+      t.`k` IS NULL
+    ) OR (
+      t.`bk` IS NULL
+    )
+), __fr_closed1_0 AS (
+  SELECT
+    `k`
+  FROM __fr_reached0
+  UNION
+  SELECT
+    t.`k` AS `k`
+  FROM __fr_nullrows AS t
+  LEFT SEMI JOIN __fr_reached1 AS r
+    ON t.`bk` IS NOT DISTINCT FROM r.`k`
+  WHERE
+    t.`bk` IS NULL
+), __fr_closed1_1 AS (
+  SELECT
+    `k`
+  FROM __fr_reached1
+  UNION
+  SELECT
+    t.`bk` AS `k`
+  FROM __fr_nullrows AS t
+  LEFT SEMI JOIN __fr_reached0 AS r
+    ON t.`k` IS NOT DISTINCT FROM r.`k`
+  WHERE
+    t.`k` IS NULL
+), __fr_closed2_0 AS (
+  SELECT
+    `k`
+  FROM __fr_closed1_0
+  UNION
+  SELECT
+    t.`k` AS `k`
+  FROM __fr_nullrows AS t
+  LEFT SEMI JOIN __fr_closed1_1 AS r
+    ON t.`bk` IS NOT DISTINCT FROM r.`k`
+  WHERE
+    t.`bk` IS NULL
+), __fr_closed2_1 AS (
+  SELECT
+    `k`
+  FROM __fr_closed1_1
+  UNION
+  SELECT
+    t.`bk` AS `k`
+  FROM __fr_nullrows AS t
+  LEFT SEMI JOIN __fr_closed1_0 AS r
+    ON t.`k` IS NOT DISTINCT FROM r.`k`
+  WHERE
+    t.`k` IS NULL
 ), __fr_s AS (
   SELECT
     n.`k`,
@@ -211,7 +270,7 @@ WITH __fr_own0_rng AS (
       SELECT
         *
       FROM `g`.`m1` VERSION AS OF 21 AS __fr_m
-      LEFT SEMI JOIN __fr_reached0 AS __fr_r
+      LEFT SEMI JOIN __fr_closed2_0 AS __fr_r
         ON __fr_m.k IS NOT DISTINCT FROM __fr_r.k
     ) AS a
     LEFT JOIN g.m3 VERSION AS OF 23 AS b
@@ -227,7 +286,7 @@ WITH __fr_own0_rng AS (
       SELECT
         *
       FROM `g`.`m3` VERSION AS OF 23 AS __fr_m
-      LEFT SEMI JOIN __fr_reached1 AS __fr_r
+      LEFT SEMI JOIN __fr_closed2_1 AS __fr_r
         ON __fr_m.k IS NOT DISTINCT FROM __fr_r.k
     ) AS b
       ON a.g = b.g
@@ -244,14 +303,14 @@ WITH __fr_own0_rng AS (
       t.`k`,
       t.`bk`
     FROM `g`.`outer_full` AS t
-    LEFT SEMI JOIN __fr_reached0 AS r
+    LEFT SEMI JOIN __fr_closed2_0 AS r
       ON t.`k` IS NOT DISTINCT FROM r.`k`
     UNION
     SELECT
       t.`k`,
       t.`bk`
     FROM `g`.`outer_full` AS t
-    LEFT SEMI JOIN __fr_reached1 AS r
+    LEFT SEMI JOIN __fr_closed2_1 AS r
       ON t.`bk` IS NOT DISTINCT FROM r.`k`
   ) AS d
 )

@@ -117,8 +117,11 @@ def image_ctes(
     if not log.key_columns or not net:
         # A key-only log writes an update of a key as one 'U' row: the key, unchanged.
         images = "" if not log.key_columns else " AND old_new__ <> 'U'"
+        # A view that reads no column of a key-less master (`count(*)`, a constant per
+        # row) takes the sign alone.
+        head = f"{sel}, " if sel else ""
         return [
-            f"{name} AS (SELECT {sel}, IF(old_new__ = 'N', 1, -1) AS __fr_sign "
+            f"{name} AS (SELECT {head}IF(old_new__ = 'N', 1, -1) AS __fr_sign "
             f"FROM {log.relation} WHERE {where}{images})"
         ]
     part = ", ".join(q(k) for k in log.key_columns)

@@ -160,6 +160,8 @@ def _by_either_key(
     the view), the join's rows holding one inserted; matched by both sides' keys."""
     cols = list(plan.view_columns)
     keyed = list(dict.fromkeys(c for i in plan.inputs for c in i.key_view_columns))
+    more, reached = _null_closed(plan, target, reached)
+    ctes = ctes + more
     # A row of a FULL join is unique by both sides' keys, so UNION (distinct) of the rows
     # each side's reached keys hold loses none. Those rows are computed with the side's
     # table restricted to its reached keys (its LEFT/RIGHT join with the other): a filter
@@ -178,6 +180,54 @@ def _by_either_key(
         f"FROM ({new}) n UNION ALL SELECT {gone}, 'D' AS __fr_op FROM ({old}) d"
     )
     return _merge(plan, target, source, keyed)
+
+
+def _null_closed(
+    plan: ViewPlan, target: Target, reached: Mapping[int, str]
+) -> tuple[list[str], dict[int, str]]:
+    """(CTEs, the reached keys of each side) with the rows a NULL key reaches.
+
+    A FULL join's row NULL-extended on one side holds NULL in that side's key, as the rows
+    of a row of that side whose key is NULL do (a declared key of a nullable column). So
+    when a side's reached keys hold NULL, the view's rows it finds are those rows and the
+    other side's NULL-extended ones: those are recomputed too, by the other side's key
+    (added to its reached keys). Where such a row is NULL on both sides' keys, the other
+    side's reached keys hold NULL in turn: a second round adds this side's keys of the
+    rows that NULL finds, and a third would add nothing (the NULL it could bring to this
+    side's keys came from this side's reached keys already). Without it, a change of a
+    row sharing its join values with a NULL-keyed row deleted the other table's unmatched
+    rows and inserted back only those its own key reached."""
+    sides = (0, 1)
+    both = " OR ".join(
+        "(" + " AND ".join(f"t.{q(c)} IS NULL" for c in plan.inputs[i].key_view_columns) + ")"
+        for i in sides
+    )
+    kept = ", ".join(
+        f"t.{q(c)}" for c in dict.fromkeys(c for i in plan.inputs for c in i.key_view_columns)
+    )
+    # The view's rows NULL on either side's key, read once for the rounds below.
+    ctes = [f"__fr_nullrows AS (SELECT {kept} FROM {target.view.sql} t WHERE {both})"]
+    current = dict(reached)
+    for round_no in (1, 2):
+        closed: dict[int, str] = {}
+        for i in sides:
+            mine, other = plan.inputs[i], plan.inputs[1 - i]
+            keys = ", ".join(q(k) for k in mine.key_columns)
+            parts = [f"SELECT {keys} FROM {current[i]}"] if i in current else []
+            if 1 - i in current:
+                held = ", ".join(
+                    f"t.{q(v)} AS {q(k)}"
+                    for k, v in zip(mine.key_columns, mine.key_view_columns, strict=True)
+                )
+                nulls = " AND ".join(f"t.{q(c)} IS NULL" for c in other.key_view_columns)
+                found = _holding(f"SELECT {held} FROM __fr_nullrows t", "t", other, current[1 - i])
+                parts.append(f"{found} WHERE {nulls}")
+            if parts:
+                name = f"__fr_closed{round_no}_{i}"
+                ctes.append(f"{name} AS ({' UNION '.join(parts)})")
+                closed[i] = name
+        current = closed
+    return ctes, current
 
 
 def _merge(plan: ViewPlan, target: Target, source: str, match: list[str]) -> str:
