@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, write_file
 
-from tests.functional.dbt_project import FastRefreshProject, op
+from tests.functional.dbt_project import FastRefreshProject, op, run_and_capture
 
 VIEW = "{{{{ config(materialized='view') }}}} select id, v from {{{{ target.schema }}}}.raw {where}"
 FAST = (
@@ -65,7 +65,16 @@ class TestSwitchingMaterializations(FastRefreshProject):
         model("m", FAST.format(where="where v > 5"))
         model("to_table", TABLE.format(where=""))
         model("fast_to_table", TABLE.format(where="where v < 100"))
-        run_dbt(["run"])
+        ok, out = run_and_capture(["run"])
+        assert ok, out
+        # The model's name is the table model's now: the release names the storage table
+        # alone as left over (it said to drop the view's name, the user's table now).
+        released = (
+            f"released {s}.fast_to_table from the log of {s}.raw: the model is now "
+            f"materialized as 'table', no longer fast_refresh (its old storage table "
+            f"{s}.fast_to_table__fr_data is no longer refreshed: drop it if it is not needed)"
+        )
+        assert released in out, out
         assert rows("m") == [(3, 30)], "the view answers the model's new query"
         assert rows("to_table") == rows("fast_to_table") == [(1, 1), (2, 2), (3, 30)]
         # The fast_refresh model's storage table stays behind; the model's name now means

@@ -9,6 +9,8 @@ whose place is before that point is told the rows it needed were purged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dbt.adapters.fastrefresh.engine.refresh import load_view
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog.consumers import (
@@ -155,19 +157,23 @@ def unregister_mview(env: Env, mview_name: object) -> str:
     return f"unregistered {mview}{note}"
 
 
-def release_orphans(env: Env, project_views: set[TableName] | None = None) -> list[str]:
+def release_orphans(env: Env, project: Mapping[TableName, str] | None = None) -> list[str]:
     """Release the claims of registered views that no longer hold their logs back.
 
     Looks at the logs this invocation changed or left for a purge. A view registered on
     one is released (``purge_mview_from_log``; its rows purged when no other view needs
     them) when its table is gone or is no longer a fast_refresh view (dropped, or rebuilt
-    by another materialization), and, given ``project_views`` (the fast_refresh models of
-    the dbt project), when it sits in one of their schemas but is not one of them: a model
-    removed from the project or renamed, whose old table dbt leaves behind. What was done,
-    a line per view. A view this process has just refreshed is not read again
-    (``_standing``).
+    by another materialization), and, given ``project`` (the dbt project's tables and
+    their materializations), when it sits in the schema of one of its fast_refresh models
+    but is not one of them: a model removed from the project or renamed, whose old table
+    dbt leaves behind, or a model now of another materialization, whose storage table
+    stays behind. What was done, a line per view. A view this process has just refreshed
+    is not read again (``_standing``).
     """
     journal = env.runtime.journal(env.registry)
+    project_views = (
+        None if project is None else {t for t, m in project.items() if m == "fast_refresh"}
+    )
     schemas = {v.schema for v in project_views or ()}
     standing = _standing(journal)
     done = []
@@ -188,6 +194,14 @@ def release_orphans(env: Env, project_views: set[TableName] | None = None) -> li
                 why = (
                     f"its table {storage_of(view)} is no longer a fast_refresh view's "
                     "(unregistered, or replaced by another table)"
+                )
+            elif removed and project is not None and view in project:
+                # The model is now a table, view ... at the same name: that is the user's
+                # now, and only the storage table is left over.
+                why = (
+                    f"the model is now materialized as {project[view]!r}, no longer "
+                    f"fast_refresh (its old storage table {storage_of(view)} is no longer "
+                    "refreshed: drop it if it is not needed)"
                 )
             elif removed:
                 why = (

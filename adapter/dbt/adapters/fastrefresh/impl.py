@@ -22,7 +22,7 @@ from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import dbt_views, inspection, refresh
 from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
-from dbt.adapters.fastrefresh.engine.upstream import project_fast_refresh_views, upstream_of
+from dbt.adapters.fastrefresh.engine.upstream import project_relations, upstream_of
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
@@ -229,8 +229,8 @@ class FastrefreshAdapter(SparkAdapter):
         also the project's removed or renamed models unless ``release_removed`` is false),
         then publish the registry."""
         env = self._env()
-        views = project_fast_refresh_views(graph) if graph and release_removed else None
-        released = admin.release_orphans(env, views)
+        project = project_relations(graph) if graph and release_removed else None
+        released = admin.release_orphans(env, project)
         return "\n".join([*released, registry.publish(env)])
 
     def _published(self, env: Env, message: str) -> str:

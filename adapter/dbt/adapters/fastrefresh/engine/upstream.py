@@ -107,12 +107,13 @@ def _view_key(properties: Mapping[str, str]) -> list[str] | None:
     return list(ViewConfig.from_json(text).key_columns)
 
 
-def project_fast_refresh_views(graph: Mapping[str, Any]) -> set[TableName]:
-    """The tables of the project's enabled ``fast_refresh`` models (dbt's flat graph)."""
-    found = set()
+def project_relations(graph: Mapping[str, Any]) -> dict[TableName, str]:
+    """The tables of the project's enabled models, seeds and snapshots (dbt's flat graph),
+    each with its materialization (``fast_refresh``, ``table``, ``seed`` ...)."""
+    found = {}
     for node in (graph.get("nodes") or {}).values():
         config = node.get("config") or {}
-        model = node.get("resource_type") == "model" and node.get("relation_name")
-        if model and config.get("materialized") == "fast_refresh":
-            found.add(TableName.parse(node["relation_name"]))
+        if node.get("resource_type") in ("model", "seed", "snapshot") and node.get("relation_name"):
+            materialized = config.get("materialized") or node["resource_type"]
+            found[TableName.parse(node["relation_name"])] = str(materialized)
     return found
