@@ -25,6 +25,7 @@ from dbt.adapters.fastrefresh.protocol.state import LOG_CONFIG
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
 from tests.functional.sites import (
     PATHS,
+    SHARED,
     env_for,
     keyed_master_with_log,
     matches,
@@ -232,6 +233,36 @@ def test_a_log_on_a_view_is_refused_and_nothing_is_created(spark: Any, path: str
     with pytest.raises(FastRefreshError, match=rf"{s}\.pv is a view, not a table.*Fix: use the"):
         mlog.create_mview_log(env, f"{s}.pv")
     assert "mlog__pv" not in tables(spark, s)
+
+
+def test_a_table_that_is_no_master_is_named_with_what_it_is_and_the_fix(spark: Any) -> None:
+    """A view over a table of another format (a dbt `table` model without
+    `file_format='iceberg'`) or over a plain view rebuilds completely; the reason said only
+    that the table was "not a known master table"."""
+    s = "bad_not_a_master"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.t (k BIGINT, v INT) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.t VALUES (1, 1)")
+    spark.sql(f"CREATE VIEW {s}.pv AS SELECT k, v FROM {s}.t")
+    env = env_for(spark, f"{s}_registry", "java")
+    cases = {"pv": "it is a view, which has no Iceberg snapshots"}
+    if not SHARED:  # (a shared catalog's tables are all Iceberg)
+        spark.sql(f"CREATE TABLE {s}.p (k BIGINT, v INT) USING parquet")
+        spark.sql(f"INSERT INTO {s}.p VALUES (1, 1)")
+        cases["p"] = "it is a 'parquet' table, and changes are read from Iceberg snapshots"
+    for table, what in cases.items():
+        sql = f"SELECT k, sum(v) AS v FROM {s}.{table} GROUP BY k"
+        result = refresh_and_check(
+            spark, env, TableName(s, f"over_{table}"), sql, exists=False, expect="COMPLETE"
+        )
+        assert result.reason is not None
+        result = refresh_and_check(
+            spark, env, TableName(s, f"over_{table}"), sql, exists=True, expect="COMPLETE"
+        )
+        assert result.reason is not None
+        reason = result.reason.detail
+        assert f"{s}.{table} is not a known master table: {what}" in reason, reason
+        assert "Fix: make" in reason and "file_format='iceberg'" in reason, reason
 
 
 def test_master_columns_named_like_the_logs_own_are_refused(spark: Any) -> None:

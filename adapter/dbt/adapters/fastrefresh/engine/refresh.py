@@ -54,6 +54,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import (
     analyze,
     tables_of,
 )
+from dbt.adapters.fastrefresh.ivm.checks import NOT_A_MASTER
 from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_FIX, NON_FINITE_LEFT
 from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
 from dbt.adapters.fastrefresh.mlog.ddl import (
@@ -343,7 +344,33 @@ def plan_of(env: Env, sql: str, masters: list[MasterState]) -> ViewPlan:
     plan = env.runtime.plans.get(cache_key)
     if plan is None:
         plan = env.runtime.plans[cache_key] = analyze(sql, columns, keys)
+    if plan.reason and plan.reason.endswith(NOT_A_MASTER):
+        # The analysis knows only that the table is none of the masters read: say what
+        # it is, and what makes it one (only where the view cannot refresh fast anyway).
+        name = TableName.parse(plan.reason.removesuffix(NOT_A_MASTER).rsplit(" ", 1)[-1])
+        plan = dataclasses.replace(plan, reason=f"{plan.reason}: {not_a_master(env, name)}")
     return plan  # type: ignore[no-any-return]
+
+
+def not_a_master(env: Env, name: TableName) -> str:
+    """Why ``name``, which a view's query reads, is not a master table, and the fix."""
+    meta = env.tables.load(name)
+    if meta is None:
+        return "it does not exist. Fix: create it, or correct the name"
+    if meta.provider == "view":
+        return (
+            "it is a view, which has no Iceberg snapshots to read its changes from. Fix: "
+            "make its dbt model a `fast_refresh` model or an Iceberg `table` "
+            "(`file_format='iceberg'`), or read the Iceberg tables it reads"
+        )
+    if not meta.iceberg:
+        return (
+            f"it is a '{meta.provider or 'non-Iceberg'}' table, and changes are read from "
+            "Iceberg snapshots. Fix: make it an Iceberg table (`file_format='iceberg'` in "
+            "its dbt model's config, or `+file_format: iceberg` for the project's models; "
+            f"CREATE TABLE ... USING iceberg AS SELECT * FROM {name} for a source)"
+        )
+    return "it was not read as one. Fix: run the model again"
 
 
 def decide(

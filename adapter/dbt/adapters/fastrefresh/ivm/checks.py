@@ -13,6 +13,9 @@ from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX
 from dbt.adapters.fastrefresh.ivm.plan import DIALECT, NONDETERMINISTIC
 from dbt.adapters.fastrefresh.sqltext import TableName
 
+# The end of the reason for a table that is no master (``engine.refresh.plan_of`` says why).
+NOT_A_MASTER = " is not a known master table"
+
 
 class Refused(Exception):
     """The query does not refresh fast; the message says why (a ``ViewPlan.reason``)."""
@@ -87,7 +90,7 @@ def master_of(table: exp.Table, master_columns: dict[TableName, list[Column]]) -
         raise Refused(f"the table {table.name} is not schema-qualified")
     master = TableName(table.db.lower(), table.name.lower())
     if master_columns.get(master) is None:
-        raise Refused(f"{master} is not a known master table")
+        raise Refused(f"{master}{NOT_A_MASTER}")
     if table.args.get("version") is not None:
         raise Refused("the query already uses time travel (VERSION AS OF)")
     return master
