@@ -32,7 +32,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import usability_problem
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
 from dbt.adapters.fastrefresh.protocol.decisions import RefreshMethod, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, storage_of
 
 
 def registered(env: Env, view: TableName) -> ViewRecord:
@@ -169,7 +169,9 @@ def _next_delta(
     }
     pins: dict[TableName, int | None] = {m.name: None for m in masters}
     avg_types = current.config.avg_types if current.config else {}
-    into = sqlgen.Target(view, types, avg_types, overwrite=overwrites(current))
+    # The statement writes the view's storage table, as the refresh's does (the view over
+    # it has no hidden columns and is not writable).
+    into = sqlgen.Target(storage_of(view), types, avg_types, overwrite=overwrites(current))
     statement = sqlgen.delta_statement(plan, into, sources, pins=pins, old_pins=pins)
     return ["  delta statement of the next fast refresh:", "    " + statement]
 

@@ -373,6 +373,11 @@ def not_a_master(env: Env, name: TableName) -> str:
     return "it was not read as one. Fix: run the model again"
 
 
+# The reasons that build a view whatever it holds: under refresh_method 'fast' they
+# must lead to a view that can refresh fast.
+BUILDS = frozenset({ReasonCode.FIRST_BUILD, ReasonCode.FULL_REFRESH})
+
+
 def decide(
     *,
     method: RefreshMethod,
@@ -415,6 +420,12 @@ def decide(
             "a previous refresh of the view did not finish (or its table was changed "
             "outside dbt-fastrefresh)",
         )
+    return never_fast(plan, masters)
+
+
+def never_fast(plan: ViewPlan, masters: list[MasterState]) -> Reason | None:
+    """Why no refresh of the view can be fast however often it is built: its query's
+    shape, or a master without a log. None: a build can be followed by fast refreshes."""
     if not plan.supported:
         code = ReasonCode(plan.reason_code) if plan.reason_code else ReasonCode.UNSUPPORTED_QUERY
         return Reason(code, plan.reason or "the query is not fast-refreshable")
@@ -618,6 +629,8 @@ class _Refresh:
         )  # fmt: skip
         if reason is not None and reason.code in NEEDS_COMPILE and record is not None:
             reason = self._schema_change(reason, record, plan)
+        if reason is not None and reason.code in BUILDS and self.method is RefreshMethod.FAST:
+            self._refuse_a_build_never_fast(plan, masters, record)
         # The delta reads each log at the snapshot its setup read or wrote: from the setup
         # to the delta's end, this process does not expire the logs' snapshots.
         with upkeep.reading(env.runtime, logs):
@@ -654,6 +667,21 @@ class _Refresh:
         self.phases["total"] = seconds
         self._journal(refresh_type, reason, log_rows, "SUCCESS", None, moved=not noop)
         return RefreshResult(self.view, refresh_type, reason, log_rows, seconds, self.phases, noop)
+
+    def _refuse_a_build_never_fast(
+        self, plan: ViewPlan, masters: list[MasterState], record: ViewRecord | None
+    ) -> None:
+        """Under refresh_method 'fast', fail a build (first or ``--full-refresh``) of a view
+        that could never refresh fast, before any write. Oracle refuses CREATE MATERIALIZED
+        VIEW ... REFRESH FAST over a query it cannot refresh fast (ORA-12015, ORA-12052) or
+        a master without a log (ORA-23413); a build that succeeded here failed the next
+        run instead."""
+        never = never_fast(plan, masters)
+        if never is None:
+            return
+        if record is not None:  # (a first build's failure leaves no registry row)
+            self._journal(RefreshType.FAST, never, 0, "FAILED", str(never))
+        raise self._not_possible(never, master=_master_named(never, masters))
 
     def _final_reason(
         self,

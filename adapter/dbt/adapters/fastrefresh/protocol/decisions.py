@@ -94,7 +94,9 @@ _REBUILD = (
 FIXES: dict[ReasonCode, str] = {
     ReasonCode.NO_LOG: (
         "create it with dbt run-operation fast_refresh.create_mview_log --args "
-        "\"{{master: '{master}'}}\", then run with --full-refresh"
+        "\"{{master: '{master}'}}\", then run with --full-refresh (a dbt source or model "
+        "configured with `mview_log: false` gets no log: remove that setting, or set "
+        "refresh_method='force')"
     ),
     ReasonCode.NO_KEYED_LOG: (
         "create (or recreate) that table's log with a primary key: dbt run-operation "
