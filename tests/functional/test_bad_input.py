@@ -302,6 +302,19 @@ def test_malformed_purge_log_arguments_are_refused_before_any_write(spark: Any) 
     spark.sql(f"CREATE TABLE {s}.other (k BIGINT) USING iceberg")
     with pytest.raises(FastRefreshError, match=r"has no materialized view log.*Fix: dbt run-op"):
         admin.purge_log(env, f"{s}.other", 1, "delete")
+    # A master that does not exist is named so, for a purge and a drop (both said it had
+    # no log and told to create one); a drop of a missing log says there is nothing to do.
+    missing = rf"{s}\.nosuch does not exist\. Fix: create"
+    with pytest.raises(FastRefreshError, match=missing):
+        admin.purge_log(env, f"{s}.nosuch", 1, "delete")
+    with pytest.raises(FastRefreshError, match=missing):
+        mlog.drop_mview_log(env, f"{s}.nosuch")
+    with pytest.raises(FastRefreshError, match=r"nothing to drop\. Fix: check the master's name"):
+        mlog.drop_mview_log(env, f"{s}.other")
+    # A misspelt column of a key-less log was ignored (it logs whole rows): refused.
+    with pytest.raises(FastRefreshError, match=r"Column\(s\) nosuchcol are not columns of"):
+        mlog.create_mview_log(env, f"{s}.other", columns=["nosuchcol"])
+    assert "mlog__other" not in tables(spark, s)
     assert spark.sql(f"SELECT count(*) FROM {s}.mlog__m.snapshots").first()[0] == before
 
 

@@ -277,6 +277,23 @@ def no_log_error(master: TableName) -> FastRefreshError:
     )
 
 
+def missing_log_error(env: Env, master: TableName, *, dropping: bool = False) -> FastRefreshError:
+    """The error of an operation on the log of ``master``, which has none: the master's
+    own problem when it is missing or no Iceberg table (``require_iceberg``; a log cannot
+    be created on it either), else ORA-23413 with the fix for the operation."""
+    try:
+        require_iceberg(env.tables.load_state(master, fresh=True), master)
+    except FastRefreshError as exc:
+        return exc
+    if dropping:
+        return FastRefreshError(
+            f"The master table {master} has no materialized view log (Oracle: ORA-23413): "
+            "there is nothing to drop. Fix: check the master's name (the logs are listed "
+            "in the fast_refresh_logs registry model)."
+        )
+    return no_log_error(master)
+
+
 # -- create and drop --------------------------------------------------------------------
 
 
@@ -338,16 +355,16 @@ def _resolve_key(meta: TableMeta, master: TableName, key: Sequence[str] | None) 
 def _logged(
     master: TableName, names: list[str], key: list[str], columns: Sequence[str] | None
 ) -> list[str]:
-    if columns is None or not key:
-        # Key-less logs hold full row images: the row is its own identity.
-        return [n for n in names if n not in key]
-    logged = [str(c).lower() for c in columns]
+    logged = [str(c).lower() for c in columns or ()]
     unknown = [c for c in logged if c not in names]
-    if unknown:
+    if unknown:  # (a key-less log's too: a misspelt name was ignored there)
         raise FastRefreshError(
             f"Column(s) {', '.join(unknown)} are not columns of {master} "
             f"({', '.join(names)}). Fix: list existing columns, or omit columns= to log them all."
         )
+    if columns is None or not key:
+        # Key-less logs hold full row images: the row is its own identity.
+        return [n for n in names if n not in key]
     return [n for n in names if n in logged and n not in key]
 
 
@@ -566,7 +583,7 @@ def drop_mview_log(env: Env, master_name: object) -> str:
             )
         meta = env.tables.load(log_table, fresh=True)
         if meta is None:
-            raise no_log_error(master)
+            raise missing_log_error(env, master, dropping=True)
         users: Mapping[str, Any] = {}
         if LOG_CONFIG not in meta.properties:
             if "fast_refresh.master" not in meta.properties:
@@ -605,7 +622,7 @@ def load_log_for_write(env: Env, master: TableName, known: LoadedLog | None = No
     """``load_log_locked``, present (else the ORA-23413 error)."""
     log = load_log_locked(env, master, known)
     if log is None:
-        raise no_log_error(master)
+        raise missing_log_error(env, master)
     return log
 
 
