@@ -73,3 +73,26 @@ def refresh_and_check(
     assert result.refresh_type == expect, (str(view), str(result.reason))
     assert matches(spark, view, sql), f"{view} differs from its query"
     return result
+
+
+def views_follow_rounds(
+    spark: Any,
+    env: Env,
+    schema: str,
+    views: dict[str, str],
+    rounds: list[list[str]],
+    expect: dict[str, str] | None = None,
+) -> None:
+    """Build each of ``views`` (name: query) in ``schema`` completely, then after each round
+    of statements refresh every one and check it against its query recomputed. Each
+    refreshes FAST unless ``expect`` gives it another refresh type."""
+    for name, sql in views.items():
+        refresh_and_check(spark, env, TableName(schema, name), sql, exists=False, expect="COMPLETE")
+    for statements in rounds:
+        for statement in statements:
+            spark.sql(statement)
+        for name, sql in views.items():
+            refresh_and_check(
+                spark, env, TableName(schema, name), sql, exists=True,
+                expect=(expect or {}).get(name, "FAST"),
+            )  # fmt: skip

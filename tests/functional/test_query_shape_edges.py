@@ -13,7 +13,7 @@ from typing import Any
 
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import env_for, refresh_and_check
+from tests.functional.sites import env_for, refresh_and_check, views_follow_rounds
 
 VIEWS = {
     # Two groups (a, 1) and (a, 2) are one row: the view held it twice.
@@ -43,25 +43,16 @@ def test_edge_shapes_equal_their_queries(spark: Any) -> None:
     )
     env = env_for(spark, f"{schema}_registry", "java")
     mlog.create_mview_log(env, master, key=["k"])
-    for name, (sql, _) in VIEWS.items():
-        refresh_and_check(
-            spark, env, TableName(schema, name), sql.format(m=master), exists=False,
-            expect="COMPLETE",
-        )  # fmt: skip
     rounds = [
-        f"INSERT INTO {master} VALUES (4, 'a', NULL, 5), (5, 'b', 7, 7), (7, 'a', 1, 9)",
-        f"UPDATE {master} SET h = NULL WHERE k = 1",
-        f"UPDATE {master} SET x = 2, h = 3 WHERE k = 2",
-        f"DELETE FROM {master} WHERE k IN (3, 7)",
-        f"UPDATE {master} SET g = 'a' WHERE k = 6",
+        [f"INSERT INTO {master} VALUES (4, 'a', NULL, 5), (5, 'b', 7, 7), (7, 'a', 1, 9)"],
+        [f"UPDATE {master} SET h = NULL WHERE k = 1"],
+        [f"UPDATE {master} SET x = 2, h = 3 WHERE k = 2"],
+        [f"DELETE FROM {master} WHERE k IN (3, 7)"],
+        [f"UPDATE {master} SET g = 'a' WHERE k = 6"],
     ]
-    for statement in rounds:
-        spark.sql(statement)
-        for name, (sql, expect) in VIEWS.items():
-            refresh_and_check(
-                spark, env, TableName(schema, name), sql.format(m=master), exists=True,
-                expect=expect,
-            )  # fmt: skip
+    views = {name: sql.format(m=master) for name, (sql, _) in VIEWS.items()}
+    expect = {name: expect for name, (_, expect) in VIEWS.items()}
+    views_follow_rounds(spark, env, schema, views, rounds, expect)
 
 
 ORDERS_VIEWS = {
@@ -184,20 +175,10 @@ def test_views_reading_no_column_of_a_keyless_master_refresh_fast(spark: Any) ->
     env = env_for(spark, f"{schema}_registry", "java")
     mlog.create_mview_log(env, f, key=["k"])
     mlog.create_mview_log(env, b, key=[])
-    for name, sql in KEYLESS_VIEWS.items():
-        refresh_and_check(
-            spark, env, TableName(schema, name), sql.format(f=f, b=b), exists=False,
-            expect="COMPLETE",
-        )  # fmt: skip
     rounds = [
-        f"INSERT INTO {b} VALUES ('c', 3), ('a', 1)",
-        f"UPDATE {b} SET g = 'd' WHERE x = 3",
-        f"DELETE FROM {b} WHERE g = 'a'",
+        [f"INSERT INTO {b} VALUES ('c', 3), ('a', 1)"],
+        [f"UPDATE {b} SET g = 'd' WHERE x = 3"],
+        [f"DELETE FROM {b} WHERE g = 'a'"],
     ]
-    for statement in rounds:
-        spark.sql(statement)
-        for name, sql in KEYLESS_VIEWS.items():
-            refresh_and_check(
-                spark, env, TableName(schema, name), sql.format(f=f, b=b), exists=True,
-                expect="FAST",
-            )  # fmt: skip
+    views = {name: sql.format(f=f, b=b) for name, sql in KEYLESS_VIEWS.items()}
+    views_follow_rounds(spark, env, schema, views, rounds)
