@@ -2,7 +2,8 @@
   Create the materialized view log of a master table (Oracle: CREATE MATERIALIZED VIEW LOG).
   master: 'schema.table', ref() or source(); columns: logged columns (default all,
   [] = key only); commit_scn: true for the commit-SCN flavour; key: key columns when the
-  master has no Iceberg identifier fields (omit for those; [] for a key-less log);
+  master has no Iceberg identifier fields (omit for those, and for a fast_refresh model:
+  its view's key; [] for a key-less log);
   purge: 'deferred' (default: consumed rows go once per dbt invocation, at its end) or
   'synchronous' (in each refresh's wrap-up, before it returns: Oracle's default);
   if_not_exists: true keeps a log the master already has instead of failing.

@@ -99,6 +99,49 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
         )
         assert [tuple(r) for r in rows] == [(f"{schema}.mlog__hooked",)]
 
+    def test_a_log_created_on_a_fast_refresh_model_is_keyed_as_dbt_run_keys_it(
+        self, ready: Any
+    ) -> None:
+        """create_mview_log on a fast_refresh model without `key` keys its log by the
+        view's key, as the log `dbt run` creates for a model over it. It was key-less (the
+        storage table has no identifier fields), and a join over the model then could
+        not refresh fast."""
+        project, schema = ready, ready.test_schema
+        base = f"{schema}.accounts"
+        project.run_sql(
+            f"create table {base} (id int not null, region string, v int) using iceberg"
+        )
+        project.run_sql(f"alter table {base} set identifier fields id")
+        project.run_sql(f"insert into {base} values (1, 'n', 10), (2, 's', 20)")
+        op("create_mview_log", master=base)
+        models = {
+            "accounts_v": f"select id, region, v from {base}",
+            "accounts_by_region": f"select region, sum(v) as v, count(*) as n from {base} group by region",
+        }
+        for name, sql in models.items():
+            write_file(
+                "{{ config(materialized='fast_refresh') }} " + sql,
+                project.project_root, "models", f"{name}.sql",
+            )  # fmt: skip
+        ok, out = run_and_capture(["run", "-s", *models])
+        assert ok, out
+        for name in models:
+            assert "created materialized view log" in op(
+                "create_mview_log", master=f"{schema}.{name}"
+            )
+        rows = project.run_sql(
+            f"select master, key_columns from {schema}_reg.mview_logs "
+            f"where master like '{schema}.accounts%' order by master",
+            fetch="all",
+        )
+        # The keyed projection's log is keyed by its key; the aggregate's is key-less, as
+        # its group values may be NULL.
+        assert [tuple(r) for r in rows] == [
+            (base, ["id"]),
+            (f"{schema}.accounts_by_region__fr_data", []),
+            (f"{schema}.accounts_v__fr_data", ["id"]),
+        ]
+
     def test_a_log_unlike_its_nodes_mview_log_is_kept_with_a_warning(self, ready: Any) -> None:
         project, schema = ready, ready.test_schema
         master = f"{schema}.events"

@@ -41,7 +41,7 @@ from sqlglot.transforms import eliminate_qualify
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
 from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read
-from dbt.adapters.fastrefresh.engine.upstream import Upstream, log_options
+from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
@@ -537,8 +537,7 @@ class _Refresh:
                     f"'{{master: {named}}}' and dbt run."
                 )
             return self._with_new_columns(master, up, loaded)
-        options = log_options(up, master.meta)
-        said = create_mview_log(self.env, master.name, **options, if_not_exists=True)
+        said = create_mview_log(self.env, master.name, **up.options, if_not_exists=True)
         self.logs_created.append(f"{said} (for the models that read {up.node})")
         return MasterState(master.meta, load_log(self.env, master.name, read=master.meta))
 

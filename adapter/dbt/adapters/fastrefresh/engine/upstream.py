@@ -5,14 +5,15 @@ A ``fast_refresh`` model over other dbt nodes (sources, seeds, snapshots, ``tabl
 materialized view log on each of them to refresh fast. The refresh creates the missing
 ones when it finds a master without a log (``engine.refresh``, with the masters it loads
 anyway), idempotently, unless the upstream node says ``mview_log: false``. The key of a
-created log (``log_options``):
+created log:
 
 - ``mview_log: {key: [...]}`` on the upstream node (``config`` of a model, seed or
   snapshot; ``meta`` of a source), with any other ``create_mview_log`` option;
-- else, for a ``fast_refresh`` upstream (its log is on its storage table), the view's own key (a keyed projection's or a
-  join's key columns, kept in its configuration); an aggregate view gets a key-less log
-  (its group values may be NULL, which a key may not);
-- else the table's Iceberg identifier fields; a key-less log when it has none.
+- else ``create_mview_log``'s default (``mlog.ddl._resolve_key``): for a ``fast_refresh``
+  upstream (its log is on its storage table), the view's own key (a keyed projection's or
+  a join's key columns, kept in its configuration); an aggregate view gets a key-less log
+  (its group values may be NULL, which a key may not); for a table, its Iceberg
+  identifier fields, a key-less log when it has none.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
-from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, ViewConfig
 from dbt.adapters.fastrefresh.sqltext import TableName, storage_of
 
 READ_KINDS = ("model", "seed", "snapshot", "source")
@@ -88,23 +87,6 @@ def _log_setting(uid: str, setting: Any) -> tuple[bool | None, Mapping[str, Any]
         f"{uid}: mview_log must be true, false or a mapping of create_mview_log options "
         f"({', '.join(LOG_OPTIONS)}), got {setting!r}. Fix: mview_log: {{key: [id]}}."
     )
-
-
-def log_options(up: Upstream, meta: TableMeta) -> dict[str, Any]:
-    """The ``create_mview_log`` options of the log created on ``up`` (its table ``meta``):
-    the node's own, keyed as the module docstring says."""
-    options = dict(up.options)
-    if "key" not in options:
-        options["key"] = _view_key(meta.properties)
-    return options
-
-
-def _view_key(properties: Mapping[str, str]) -> list[str] | None:
-    """A fast_refresh view's key (None: not a view; use the identifier fields)."""
-    text = properties.get(VIEW_CONFIG)
-    if text is None:
-        return None
-    return list(ViewConfig.from_json(text).key_columns)
 
 
 def project_relations(graph: Mapping[str, Any]) -> dict[TableName, str]:

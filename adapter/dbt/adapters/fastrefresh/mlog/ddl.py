@@ -30,6 +30,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     LogConfig,
     LogState,
     PurgeMode,
+    ViewConfig,
     new_log_state,
 )
 from dbt.adapters.fastrefresh.runtime import faults
@@ -341,6 +342,12 @@ def reserved_columns(meta: TableMeta) -> list[str]:
 def _resolve_key(meta: TableMeta, master: TableName, key: Sequence[str] | None) -> list[str]:
     names = [c.name for c in meta.columns]
     if key is None:
+        view = meta.properties.get(VIEW_CONFIG)
+        if view is not None:
+            # A fast_refresh view's storage table: the view's own key (a keyed
+            # projection's or a join's; an aggregate's group values may be NULL, so it
+            # has none), as the log ``dbt run`` creates on it (engine.upstream).
+            return list(ViewConfig.from_json(view).key_columns)
         return [n for n in names if n in meta.identifier_fields]  # table order
     wanted = [str(k).lower() for k in key]
     unknown = [k for k in wanted if k not in names]
