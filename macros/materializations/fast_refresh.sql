@@ -26,7 +26,8 @@
         this, refresh_method=config.get('refresh_method', 'force'),
         file_format=config.get('file_format', 'iceberg'), full_refresh=should_full_refresh(),
         table_options=table_options, tblproperties=config.get('tblproperties'),
-        model=model, graph=graph, on_schema_change=config.get('on_schema_change', 'ignore')) -%}
+        model=model, graph=graph, on_schema_change=config.get('on_schema_change', 'ignore'),
+        empty=invocation_args_dict.get('empty', false)) -%}
 
   {%- set target_relation = this.incorporate(type='view') -%}
   {%- set existing = load_cached_relation(this) -%}

@@ -65,6 +65,7 @@ MODELS = {
     "contracted.sql": fr("select id, name from {{ source('app', 'people') }}"),
     "evolving.sql": fr("select id, name from {{ source('app', 'people') }}"),
     "strict.sql": fr("select id from {{ source('app', 'people') }}", on_schema_change="fail"),
+    "exact.sql": fr("select id, name from {{ source('app', 'people') }}", refresh_method="fast"),
     "granted.sql": fr("select id from {{ source('app', 'people') }}", grants={"select": ["bi"]}),
     "granted_incremental.sql": (
         "{{ config(materialized='incremental', file_format='iceberg', "
@@ -86,19 +87,38 @@ class TestGovernance(FastRefreshProject):
         project.run_sql(f"alter table {s}.people set identifier fields id")
         project.run_sql(f"insert into {s}.people values (1, 'ann', 'x'), (2, 'bob', null)")
 
-        # --empty builds the views without rows (dbt limits every ref and source to none).
-        run_dbt(["run", "--empty", "-s", "documented", "contracted", "evolving", "strict"])
+        # --empty builds the views without rows (dbt limits every ref and source to none),
+        # a view already built too: it is not its model's query, and the registry says
+        # it needs a complete refresh.
+        views = ["documented", "contracted", "evolving", "strict", "exact"]
+        run_dbt(["run", "-s", "exact"])
+        _, out = run_dbt_and_capture(["run", "--empty", "-s", *views])
+        assert out.count("COMPLETE refresh (dbt run --empty: built without rows)") == 5, out
         assert self.rows(project, f"select count(*) from {s}.evolving") == [(0,)]
-        # dbt build: the unit test first, then the models (rebuilt: --empty changed their
-        # query), then their data tests; the run after it is FAST.
+        assert self.rows(project, f"select count(*) from {s}.exact") == [(0,)]
+        assert self.rows(
+            project, f"select staleness, last_fallback_reason from {s}_reg.mviews "
+            f"where mview = '{s}.exact'",
+        ) == [("UNUSABLE", "built by `dbt run --empty`, without rows: its next dbt run rebuilds it")]  # fmt: skip
+        # refresh_mviews refreshes from the stored query, which reads no rows: refused.
         _, out = run_dbt_and_capture(
-            ["build", "-s", "documented", "contracted", "evolving", "strict"]
-        )
-        assert "counts_people_per_team" in out and "COMPLETE refresh" in out
+            ["run-operation", "fast_refresh.refresh_mviews", "--args", f"{{names: {s}.exact}}"],
+            expect_pass=False,
+        )  # fmt: skip
+        assert f"{s}.exact was last built by `dbt run --empty`" in out, out
+        assert "Fix: build it with its rows by `dbt run` of its model" in out, out
+        # dbt build: the unit test first, then the models (rebuilt, under refresh_method
+        # 'fast' too, saying why), then their data tests; the run after it is FAST.
+        _, out = run_dbt_and_capture(["build", "-s", *views])
+        assert "counts_people_per_team" in out, out
+        assert (
+            out.count("COMPLETE refresh (its last build was `dbt run --empty`, without rows)") == 5
+        ), out
         assert self.rows(project, f"select count(*) from {s}.evolving") == [(2,)]
+        assert self.rows(project, f"select count(*) from {s}.exact") == [(2,)]
         project.run_sql(f"insert into {s}.people values (3, 'cy', 'x')")
-        _, out = run_dbt_and_capture(["run", "-s", "documented", "evolving", "strict"])
-        assert out.count("FAST refresh of") == 3, out
+        _, out = run_dbt_and_capture(["run", "-s", "documented", "evolving", "strict", "exact"])
+        assert out.count("FAST refresh of") == 4, out
 
         # persist_docs: the table's comment and the column's.
         described = self.rows(project, f"describe table extended {s}.documented")

@@ -15,7 +15,7 @@ import pytest
 from dbt.tests.util import rm_file, run_dbt, run_dbt_and_capture, write_file
 
 from tests.functional.dbt_project import FastRefreshProject as BaseProject
-from tests.functional.dbt_project import op
+from tests.functional.dbt_project import op, op_failing
 
 UNMARKED = dt.datetime(4000, 1, 1)
 
@@ -213,17 +213,21 @@ class TestFallbacksAndErrors(FastRefreshProject):
             assert not project.run_sql(
                 f"show tables in {s} like 'mv_window|mv_window__fr_data'", fetch="all"
             )
-        # A master without a log likewise (ORA-23413), its fix naming the master.
+        # A master without a log likewise (ORA-23413), its fix naming the master, and the
+        # model by the name `dbt run -s` selects (its alias names the view).
         project.run_sql(f"create table {s}.t_nolog (pid int not null) using iceberg")
         write_file(
-            model("select pid from {{ target.schema }}.t_nolog", refresh_method="fast"),
+            model("select pid from {{ target.schema }}.t_nolog", refresh_method="fast",
+                  alias="nolog_v"),
             project.project_root, "models", "mv_nolog.sql",
         )  # fmt: skip
         _, out = run_dbt_and_capture(["run", "-s", "mv_nolog"], expect_pass=False)
+        assert f"Fast refresh of {s}.nolog_v is not possible" in out, out
         assert f"the master table {s}.t_nolog has no materialized view log" in out, out
         assert f"create_mview_log --args \"{{master: '{s}.t_nolog'}}\"" in out, out
-        assert "mview_log: false" in out, out
-        assert not project.run_sql(f"show tables in {s} like 'mv_nolog*'", fetch="all")
+        assert "then run `dbt run --full-refresh -s mv_nolog` once" in out, out
+        assert "mview_log: false" in out and "or set refresh_method='force'" in out, out
+        assert not project.run_sql(f"show tables in {s} like 'mv_nolog*|nolog_v*'", fetch="all")
         rm_file(project.project_root, "models", "mv_nolog.sql")
         # A bad refresh_method fails the model, naming it, the value and the fix; no table.
         _, out = run_dbt_and_capture(["run", "-s", "mv_bad_method"], expect_pass=False)
@@ -253,6 +257,15 @@ class TestFallbacksAndErrors(FastRefreshProject):
         op("create_mview_log", master=f"{s}.t_mv")
         _, out = run_dbt_and_capture(["run", "-s", "mv_fast"], expect_pass=False)
         assert "younger than the view's last refresh" in out and "ORA-12034" in out
+        assert "Fix: run `dbt run --full-refresh -s mv_fast` once (a complete refresh)" in out
+        # refresh_mviews names its own method as the fix (the view may be no dbt model).
+        out = op_failing("refresh_mviews", names=f"{s}.mv_fast", method="f")
+        assert "younger than the view's last refresh" in out, out
+        assert (
+            "Fix: refresh it once with method 'complete' (dbt run-operation "
+            f"fast_refresh.refresh_mviews --args \"{{names: ['{s}.mv_fast'], method: complete}}\"), "
+            "or refresh it with method 'force'" in out
+        ), out
         _, out = run_dbt_and_capture(["run", "-s", "mv_force"])
         assert "COMPLETE refresh" in out and "younger than the view's last refresh" in out
         _, out = run_dbt_and_capture(["run", "-s", "mv_fast", "--full-refresh"])
@@ -288,6 +301,18 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert f"`{s}`.`mv_force` t" not in explained, explained
         refreshed = op("refresh_mviews", names=f"{s}.mv_force", method="f")
         assert "FAST refresh of" in refreshed
+
+        # The storage table dropped by hand: the next run builds the view anew, saying so
+        # (it said "first build"), under refresh_method 'fast' too.
+        project.run_sql(f"drop table {s}.mv_fast__fr_data")
+        _, out = run_dbt_and_capture(["run", "-s", "mv_fast"])
+        assert (
+            f"COMPLETE refresh of {s}.mv_fast: the view's storage table "
+            f"{s}.mv_fast__fr_data is missing (dropped?): built anew" in out
+        ), out
+        assert sorted(self.rows(project, f"select pid, pname from {s}.mv_fast")) == sorted(
+            self.rows(project, f"select pid, pname from {s}.t_mv")
+        )
 
 
 THREAD_MODELS = {
@@ -472,6 +497,36 @@ class TestTableConfigs(FastRefreshProject):
         assert self.rows(project, f"select status, n from {s}.by_status order by status") == [
             ("open", 2), ("shipped", 1),
         ]  # fmt: skip
+        # Changed options wait for a complete refresh, as on dbt's incremental models, and
+        # each fast refresh until then warns, naming them and the fix (--warn-error fails
+        # it); a changed description (the table's COMMENT, carried by the view) does not.
+        write_file(
+            model("select id, status from {{ target.schema }}.o", partition_by=["status"],
+                  tblproperties={"team": "ops"}),
+            project.project_root, "models", "plain.sql",
+        )  # fmt: skip
+        write_file(
+            "version: 2\nmodels:\n  - name: parted\n    description: rows by status\n"
+            "    config:\n      persist_docs: {relation: true}\n",
+            project.project_root, "models", "schema.yml",
+        )  # fmt: skip
+        project.run_sql(f"insert into {s}.o values (4, 'open')")
+        _, out = run_dbt_and_capture(["run", "-s", "plain", "parted"])
+        assert out.count("FAST refresh of") == 2, out
+        assert (
+            "the model's table options (none -> partitioned by (status)) and tblproperties "
+            f"changed since its table {s}.plain__fr_data was built" in out
+        ), out
+        assert "Fix: run `dbt run --full-refresh -s plain` to rebuild the table" in out, out
+        assert "parted__fr_data was built" not in out, out
+        project.run_sql(f"insert into {s}.o values (5, 'shipped')")
+        _, out = run_dbt_and_capture(["--warn-error", "run", "-s", "plain"], expect_pass=False)
+        assert "changed since its table" in out, out
+        _, out = run_dbt_and_capture(["run", "--full-refresh", "-s", "plain"])
+        assert dict(self.rows(project, f"show tblproperties {s}.plain__fr_data"))["team"] == "ops"
+        project.run_sql(f"insert into {s}.o values (6, 'open')")
+        _, out = run_dbt_and_capture(["run", "-s", "plain"])
+        assert "FAST refresh of" in out and "changed since its table" not in out, out
 
 
 class TestNonFiniteSumThroughDbt(FastRefreshProject):

@@ -42,6 +42,8 @@ class TestSwitchingMaterializations(FastRefreshProject):
             "to_table.sql": VIEW.format(where=""),
             "fast_to_table.sql": FAST.format(where="where v < 100"),
             "table_to_fast.sql": TABLE.format(where=""),
+            "over_switched.sql": "{{ config(materialized='fast_refresh') }} "
+            "select id, v from {{ ref('table_to_fast') }} where v < 1000",
             "documented.sql": "{{ config(materialized='fast_refresh', persist_docs={'relation': "
             "true, 'columns': true}) }} select id, v from {{ target.schema }}.raw",
             "schema.yml": "version: 2\nmodels:\n  - name: documented\n    description: the rows\n"
@@ -93,6 +95,14 @@ class TestSwitchingMaterializations(FastRefreshProject):
         model("table_to_fast", FAST.format(where="where v > 1"))
         run_dbt(["run", "-s", "table_to_fast"])
         assert rows("table_to_fast") == [(2, 2), (3, 30), (9, 9)]
+        # The model over it rebuilds once, saying why (its own SQL did not change).
+        ok, out = run_and_capture(["run", "-s", "over_switched"])
+        assert ok and (
+            f"COMPLETE refresh of {s}.over_switched: the view's definition changed: "
+            f"{s}.table_to_fast became a fast_refresh model (its rows are read from "
+            f"{s}.table_to_fast__fr_data)" in out
+        ), out
+        assert rows("over_switched") == [(2, 2), (3, 30), (9, 9)]
 
         # refresh_mviews keeps the view's comments (persist_docs).
         def comment(column: str) -> Any:

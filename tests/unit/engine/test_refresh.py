@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -70,6 +71,33 @@ def test_decide_orders_the_fallback_reasons() -> None:
     assert code(view=ViewRecord(meta, config, state, compacted)) is None, "compaction is no change"
     no_log = [MasterState(masters[0].meta, None)]
     assert code(masters=no_log) is ReasonCode.NO_LOG
+    # dbt run --empty first; the run after it rebuilds the view (before its definition,
+    # which --empty changed), as a view whose storage table is gone does, saying so.
+    assert code(empty=True, method=RefreshMethod.COMPLETE) is ReasonCode.EMPTY
+    empty = ViewRecord(meta, dataclasses.replace(config, built_empty=True), state, view.found)
+    assert code(view=empty, plan=changed) is ReasonCode.BUILT_EMPTY
+    lost = decide(**{"method": RefreshMethod.FAST, "full_refresh": False, "view": None,
+                     "plan": plan, "masters": masters, "columns_hash": "h",
+                     "lost": TableName("s", "v__fr_data")})  # type: ignore[arg-type]  # fmt: skip
+    assert lost is not None and lost.code is ReasonCode.FIRST_BUILD
+    assert str(lost) == "the view's storage table s.v__fr_data is missing (dropped?): built anew"
+
+
+def test_a_changed_definition_names_an_upstream_that_switched_materialization() -> None:
+    """A model's SQL unchanged, its upstream became a fast_refresh model (read from its
+    storage table) or stopped being one: the reason says so, not just "changed"."""
+    from dbt.adapters.fastrefresh.engine.refresh import _masters_changed
+
+    a, a_data, b, c = (TableName("s", n) for n in ("a", "a__fr_data", "b", "c"))
+    assert _masters_changed((a, b), (b, a)) == ""
+    assert _masters_changed((a, b), (a_data, b)) == (
+        ": s.a became a fast_refresh model (its rows are read from s.a__fr_data)"
+    )
+    assert _masters_changed((a_data,), (a,)) == ": s.a is no longer a fast_refresh model"
+    assert _masters_changed((a, b), (a_data, c)) == (
+        ": s.a became a fast_refresh model (its rows are read from s.a__fr_data); "
+        "it reads s.c; it no longer reads s.b"
+    )
 
 
 def test_an_unknown_refresh_method_is_refused_before_any_statement() -> None:

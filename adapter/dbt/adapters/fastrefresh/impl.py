@@ -293,6 +293,7 @@ class FastrefreshAdapter(SparkAdapter):
         model: Any = None,
         graph: Any = None,
         on_schema_change: Any = "ignore",
+        empty: Any = False,
     ) -> ModelConfig:
         """A fast_refresh model's config, validated once before anything runs.
 
@@ -302,13 +303,14 @@ class FastrefreshAdapter(SparkAdapter):
                 model's config as dbt gives it (``ModelConfig.parse``).
             model, graph: the model's node and dbt's graph, for the tables it reads.
             on_schema_change: the model's config (dbt's four values).
+            empty: dbt's ``--empty`` flag (the query reads no rows).
         """
         upstream = upstream_of(model, graph) if model and graph else ()
         return ModelConfig.parse(
             str(TableName.parse(relation)), refresh_method=refresh_method,
             file_format=file_format, full_refresh=full_refresh, table_options=table_options,
             tblproperties=tblproperties, upstream=upstream, on_schema_change=on_schema_change,
-            docs=ViewDocs.of(model),
+            docs=ViewDocs.of(model), name=(model or {}).get("name"), empty=empty,
         )  # fmt: skip
 
     @available.parse(lambda *args, **kwargs: {})
@@ -330,6 +332,7 @@ class FastrefreshAdapter(SparkAdapter):
             full_refresh=config.full_refresh, table=config.table,
             on_schema_change=config.on_schema_change, upstream=config.upstream,
             docs=config.docs, replace_table=replaces_table,
+            model=refresh.DbtModel(config.name or str(relation), config.empty, existing is not None),
         )  # fmt: skip
         return {
             "logs_created": list(result.logs_created),

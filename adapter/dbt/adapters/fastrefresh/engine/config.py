@@ -83,6 +83,8 @@ class ModelConfig:
             settings (``engine/upstream.py``).
         on_schema_change: what a change of the view's columns does (``refresh_view``).
         docs: the comments the view carries (``persist_docs``).
+        name: the dbt model's name (what ``dbt run -s`` selects), for fixes.
+        empty: ``dbt run --empty`` (dbt limits each table the query reads to no rows).
     """
 
     method: RefreshMethod = RefreshMethod.FORCE
@@ -91,6 +93,8 @@ class ModelConfig:
     upstream: tuple[Upstream, ...] = ()
     on_schema_change: str = "ignore"
     docs: ViewDocs = field(default_factory=ViewDocs)
+    name: str | None = None
+    empty: bool = False
 
     @classmethod
     def parse(
@@ -105,6 +109,8 @@ class ModelConfig:
         upstream: Sequence[Upstream] = (),
         on_schema_change: object = "ignore",
         docs: ViewDocs | None = None,
+        name: str | None = None,
+        empty: object = False,
     ) -> ModelConfig:
         """The config of ``model`` from dbt's values, or an error naming the bad one.
 
@@ -120,6 +126,8 @@ class ModelConfig:
             on_schema_change: dbt's ``ignore`` (default), ``fail``,
                 ``append_new_columns`` or ``sync_all_columns``.
             docs: the comments the view carries (``ViewDocs.of`` the model's node).
+            name: the dbt model's name, which fixes name in ``dbt run -s``.
+            empty: dbt's ``--empty`` flag.
         """
         where = f"Model {model}"
         if str(file_format or "iceberg").strip().lower() != "iceberg":
@@ -134,6 +142,8 @@ class ModelConfig:
             upstream=tuple(upstream),
             on_schema_change=_on_schema_change(where, on_schema_change),
             docs=docs or ViewDocs(),
+            name=name,
+            empty=bool(empty),
         )
 
 

@@ -61,6 +61,10 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
     if record.config is None or record.state is None:
         return Staleness.UNUSABLE, "the view is not registered: it needs a complete refresh"
     state = record.state
+    if record.config.built_empty:
+        return Staleness.UNUSABLE, (
+            "built by `dbt run --empty`, without rows: its next dbt run rebuilds it"
+        )
     if record.found.changed_after:
         return Staleness.UNUSABLE, (
             "the view's table changed after its last refresh (a refresh did not finish, or "

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -72,6 +73,7 @@ from dbt.adapters.fastrefresh.protocol.decisions import (
     ReasonCode,
     RefreshMethod,
     RefreshType,
+    fix_names,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import (
@@ -296,6 +298,7 @@ def keeps_history(
         and same_master_columns(old.master_schema_hash, config.master_schema_hash, masters)
         and old.table_options == config.table_options
         and dict(old.table_properties) == dict(config.table_properties)
+        and old.built_empty == config.built_empty
     )
     columns = [c.name.lower() for c in record.meta.columns]
     return same and columns == [c.lower() for c in plan.view_columns]
@@ -375,7 +378,41 @@ def not_a_master(env: Env, name: TableName) -> str:
 
 # The reasons that build a view whatever it holds: under refresh_method 'fast' they
 # must lead to a view that can refresh fast.
-BUILDS = frozenset({ReasonCode.FIRST_BUILD, ReasonCode.FULL_REFRESH})
+def _without_comment(options: str) -> str:
+    """Stored table options (``TableSpec.stored``) without their COMMENT clause, which
+    dbt-spark's ``comment_clause`` renders last."""
+    return re.sub(r"\s*\bcomment\s+'.*$", "", options, flags=re.IGNORECASE | re.DOTALL).strip()
+
+
+def _masters_changed(old: Sequence[TableName], new: Sequence[TableName]) -> str:
+    """How the tables a changed definition reads differ ("": the same ones). A table read
+    that became (or stopped being) a fast_refresh model's view, whose rows are read from
+    its storage table, is named as such: the model's SQL did not change, its upstream's
+    materialization did."""
+    added, removed = set(new) - set(old), set(old) - set(new)
+    said = []
+    for storage in sorted(added | removed, key=str):
+        view = view_of(storage)
+        if view is None:
+            continue
+        if storage in added and view in removed:
+            said.append(f"{view} became a fast_refresh model (its rows are read from {storage})")
+        elif storage in removed and view in added:
+            said.append(f"{view} is no longer a fast_refresh model")
+        else:
+            continue
+        added -= {storage, view}
+        removed -= {storage, view}
+    if added:
+        said.append(f"it reads {', '.join(sorted(map(str, added)))}")
+    if removed:
+        said.append(f"it no longer reads {', '.join(sorted(map(str, removed)))}")
+    return ": " + "; ".join(said) if said else ""
+
+
+# (A build by ``dbt run --empty`` is not among them: it reads no rows, and the next run
+# rebuilds the view.)
+BUILDS = frozenset({ReasonCode.FIRST_BUILD, ReasonCode.FULL_REFRESH, ReasonCode.BUILT_EMPTY})
 
 
 def decide(
@@ -386,14 +423,24 @@ def decide(
     plan: ViewPlan,
     masters: list[MasterState],
     columns_hash: str,
+    empty: bool = False,
+    lost: TableName | None = None,
 ) -> Reason | None:
     """Why the view cannot refresh fast, from what was read before any write (pure);
-    None: it can, as far as this tells."""
+    None: it can, as far as this tells. ``empty``: ``dbt run --empty``; ``lost``: the
+    storage table of a view dbt found (without a record, the table was dropped)."""
+    if empty:
+        return Reason(ReasonCode.EMPTY, "dbt run --empty: built without rows")
     if method is RefreshMethod.COMPLETE:
         return Reason(ReasonCode.METHOD_COMPLETE, "refresh_method is complete")
     if full_refresh:
         return Reason(ReasonCode.FULL_REFRESH, "--full-refresh")
     if view is None:
+        if lost is not None:
+            return Reason(
+                ReasonCode.FIRST_BUILD,
+                f"the view's storage table {lost} is missing (dropped?): built anew",
+            )
         return Reason(ReasonCode.FIRST_BUILD, "first build")
     if view.config is None or view.state is None:
         return Reason(
@@ -408,8 +455,13 @@ def decide(
                 ReasonCode.LOG_BROKEN,
                 f"the materialized view log cannot record changes: {mismatch}",
             )
+    if view.config.built_empty:
+        return Reason(ReasonCode.BUILT_EMPTY, "its last build was `dbt run --empty`, without rows")
     if view.config.query_hash != plan.query_hash:
-        return Reason(ReasonCode.DEFINITION_CHANGED, "the view's definition changed")
+        return Reason(
+            ReasonCode.DEFINITION_CHANGED,
+            "the view's definition changed" + _masters_changed(view.config.masters, plan.masters),
+        )
     if not same_master_columns(view.config.master_schema_hash, columns_hash, masters):
         return Reason(
             ReasonCode.MASTER_COLUMNS_CHANGED, "a master table's columns the query reads changed"
@@ -438,6 +490,34 @@ def never_fast(plan: ViewPlan, masters: list[MasterState]) -> Reason | None:
     return None
 
 
+@dataclass(frozen=True)
+class DbtModel:
+    """The dbt model a refresh runs for (``refresh_mviews`` runs for none).
+
+    Attributes:
+        name: the model's name (what ``dbt run -s`` selects; an alias makes the view's
+            name differ), which errors name in their fix.
+        empty: ``dbt run --empty`` (dbt limited each table the query reads to no rows):
+            the view is built without rows, and its next dbt run rebuilds it.
+        view_found: dbt found the view: if its storage table is missing, the reason of
+            the build says so (it was dropped outside dbt-fastrefresh).
+    """
+
+    name: str
+    empty: bool = False
+    view_found: bool = False
+
+
+def _refreshed_empty(view: TableName) -> FastRefreshError:
+    """refresh_mviews of a view ``dbt run --empty`` built: its stored definition is the
+    one dbt limited to no rows."""
+    return FastRefreshError(
+        f"{view} was last built by `dbt run --empty`: its stored query reads no rows, so "
+        "refreshing it from its definition would leave it empty. Fix: build it with its "
+        "rows by `dbt run` of its model (select it with -s)."
+    )
+
+
 def refresh_view(
     env: Env,
     *,
@@ -451,6 +531,7 @@ def refresh_view(
     upstream: Sequence[Upstream] = (),
     docs: ViewDocs | None = None,
     replace_table: bool = False,
+    model: DbtModel | None = None,
 ) -> RefreshResult:
     """Refresh one view (see the module docstring).
 
@@ -473,6 +554,7 @@ def refresh_view(
             an existing view whose columns stay keeps its comments.
         replace_table: the view's name is another materialization's table, dropped when
             the view is created (after the refresh built the storage table).
+        model: the dbt model run (``DbtModel``); None: ``refresh_mviews``.
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
     with env.holding([f"view:{view}"], purpose=f"refresh of {view}"):
@@ -483,6 +565,8 @@ def refresh_view(
         refresh.upstream = tuple(upstream)
         refresh.docs = docs
         refresh.replace_table = replace_table
+        refresh.model = model
+        refresh.fix_names = fix_names(str(view), model.name if model else None)
         result = refresh.run(full_refresh=full_refresh, exists=exists)
         return dataclasses.replace(
             result,
@@ -501,6 +585,9 @@ class _Refresh:
         self.storage = storage_of(view)
         self.docs: ViewDocs | None = None
         self.replace_table = False
+        # How fixes say to rebuild the view and to let it fall back (``fix_names``).
+        self.fix_names = fix_names(str(view), None)
+        self.model: DbtModel | None = None  # None: refresh_mviews
         self.started = time.monotonic()
         self.run_started = env.clock()
         self.phases: dict[str, float] = {}
@@ -589,11 +676,16 @@ class _Refresh:
         if self.on_schema_change == "fail":
             raise FastRefreshError(
                 f"Model {self.view}: {reason}, and its columns change ({change}), but "
-                "on_schema_change is 'fail'. Fix: run `dbt run --full-refresh -s <model>` "
-                "to rebuild it with the new columns, or set on_schema_change to "
-                "'append_new_columns' or 'sync_all_columns' (the view is then rebuilt once)."
+                f"on_schema_change is 'fail'. Fix: {self.fix_names['rebuild']} to rebuild it "
+                "with the new columns, or set on_schema_change to 'append_new_columns' or "
+                "'sync_all_columns' (the view is then rebuilt once)."
             )
         return Reason(reason.code, f"{reason.detail}: {change}")
+
+    @property
+    def empty(self) -> bool:
+        """``dbt run --empty``: the query reads no rows (``DbtModel``)."""
+        return self.model is not None and self.model.empty
 
     def _phase(self, name: str, since: float) -> float:
         now = time.monotonic()
@@ -624,8 +716,11 @@ class _Refresh:
         columns_hash = schema_hash(masters, plan)
         reason = decide(
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
-            masters=masters, columns_hash=columns_hash,
+            masters=masters, columns_hash=columns_hash, empty=self.empty,
+            lost=self.storage if exists and self.model and self.model.view_found else None,
         )  # fmt: skip
+        if reason is not None and reason.code is ReasonCode.BUILT_EMPTY and not self.model:
+            raise _refreshed_empty(self.view)
         if reason is not None and reason.code in NEEDS_COMPILE and record is not None:
             reason = self._schema_change(reason, record, plan)
         if reason is not None and reason.code in BUILDS and self.method is RefreshMethod.FAST:
@@ -717,7 +812,8 @@ class _Refresh:
         """The error of a fast refresh ``reason`` stops (``names``: the objects its fix
         mentions)."""
         return FastRefreshError(
-            f"Fast refresh of {self.view} is not possible: {reason}. Fix: {reason.fix(**names)}."
+            f"Fast refresh of {self.view} is not possible: {reason}. Fix: "
+            f"{reason.fix(**self.fix_names, **names)}."
         )
 
     def _filled_before(self, masters: list[MasterState]) -> Reason | None:
@@ -815,6 +911,29 @@ class _Refresh:
         self._apply(reason, plan, record, **state)
         return reason
 
+    def _note_table_changes(self, record: ViewRecord) -> None:
+        """A fast refresh keeps the storage table as it was built: a model whose table
+        options (``partition_by``, ``clustered_by``, ``location_root``, ``tblproperties``)
+        changed since is warned that they wait for a complete refresh. (A changed
+        description, in the table's COMMENT, is carried by the view: no warning.)"""
+        old, name = record.config, self.model.name if self.model else None
+        if old is None or name is None:
+            return
+        changed = []
+        if _without_comment(old.table_options) != _without_comment(self.table.stored()):
+            changed.append(
+                f"table options ({_without_comment(old.table_options) or 'none'} -> "
+                f"{_without_comment(self.table.stored()) or 'none'})"
+            )
+        if dict(old.table_properties) != {str(k): str(v) for k, v in self.table.properties.items()}:
+            changed.append("tblproperties")
+        if changed:
+            self.log_warnings.append(
+                f"the model's {' and '.join(changed)} changed since its table "
+                f"{self.storage} was built, and a fast refresh keeps the table as it is. Fix: "
+                f"run `dbt run --full-refresh -s {name}` to rebuild the table with them."
+            )
+
     def _apply(
         self,
         reason: Reason | None,
@@ -829,6 +948,7 @@ class _Refresh:
         self.env.check_leases([f"view:{self.view}"])
         if reason is None:
             assert record is not None
+            self._note_table_changes(record)
             self._outcome = self._apply_fast(plan, record, pins, previous, sources)
         else:
             self._apply_complete(plan, record, reason, pins, columns_hash)
@@ -905,6 +1025,7 @@ class _Refresh:
             registered_at=record.config.registered_at if record and record.config else self._now(),  # type: ignore[arg-type]
             avg_types=_avg_types(env, plan, pins, reads),
             key_columns=view_key(plan),
+            built_empty=self.empty,
         )
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
         # The masters read there unlike now in a column the query reads (a view that reads

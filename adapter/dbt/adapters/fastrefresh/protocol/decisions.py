@@ -2,7 +2,8 @@
 
 A reason is a code (what kind of cause) and a detail (which object, what exactly). The
 code decides everything a program needs: whether the cause is expected (a first build,
-``--full-refresh``, ``refresh_method: complete`` never fail a ``fast`` refresh), which fix
+``--full-refresh``, ``refresh_method: complete``, ``dbt run --empty`` and the run after it
+never fail a ``fast`` refresh), which fix
 the error names, the staleness the registry shows. The detail is for people.
 """
 
@@ -62,6 +63,8 @@ class ReasonCode(str, enum.Enum):
     METHOD_COMPLETE = "method_complete"
     FULL_REFRESH = "full_refresh"
     FIRST_BUILD = "first_build"
+    EMPTY = "empty"
+    BUILT_EMPTY = "built_empty"
     NOT_REGISTERED = "not_registered"
     DEFINITION_CHANGED = "definition_changed"
     MASTER_COLUMNS_CHANGED = "master_columns_changed"
@@ -80,36 +83,41 @@ class ReasonCode(str, enum.Enum):
     NON_FINITE_LEFT = "non_finite_left"
 
 
-EXPECTED = frozenset({ReasonCode.METHOD_COMPLETE, ReasonCode.FULL_REFRESH, ReasonCode.FIRST_BUILD})
+EXPECTED = frozenset(
+    {
+        ReasonCode.METHOD_COMPLETE,
+        ReasonCode.FULL_REFRESH,
+        ReasonCode.FIRST_BUILD,
+        ReasonCode.EMPTY,
+        ReasonCode.BUILT_EMPTY,
+    }
+)
 # Codes that make the registry say NEEDS_COMPILE (the definition or a master changed);
 # the others that fail a refresh make it UNUSABLE.
 NEEDS_COMPILE = frozenset(
     {ReasonCode.DEFINITION_CHANGED, ReasonCode.MASTER_COLUMNS_CHANGED, ReasonCode.LOG_BROKEN}
 )
 
-_REBUILD = (
-    "run `dbt run --full-refresh -s <model>` once (a complete refresh), or set "
-    "refresh_method='force'"
-)
+# A fix's ``{rebuild}`` and ``{force}`` depend on who refreshes the view (``fix_names``):
+# a dbt model is rebuilt by `dbt run --full-refresh`, a view refresh_mviews refreshes by its
+# method 'complete'.
+_REBUILD = "{rebuild}, or {force}"
 FIXES: dict[ReasonCode, str] = {
     ReasonCode.NO_LOG: (
         "create it with dbt run-operation fast_refresh.create_mview_log --args "
-        "\"{{master: '{master}'}}\", then run with --full-refresh (a dbt source or model "
-        "configured with `mview_log: false` gets no log: remove that setting, or set "
-        "refresh_method='force')"
+        "\"{{master: '{master}'}}\", then {rebuild}; a dbt source or model configured "
+        "with `mview_log: false` gets no log: remove that setting, or {force}"
     ),
     ReasonCode.NO_KEYED_LOG: (
         "create (or recreate) that table's log with a primary key: dbt run-operation "
         "fast_refresh.create_mview_log --args \"{{master: '<table>', key: ['<key column>']}}\" "
-        "(columns: [] logs the key only, which a join needs), then run with --full-refresh"
+        "(columns: [] logs the key only, which a join needs), then {rebuild}"
     ),
     ReasonCode.UNSUPPORTED_QUERY: (
-        "rewrite the query into a supported shape (see docs/fast-refresh.md), or set "
-        "refresh_method='force'"
+        "rewrite the query into a supported shape (see docs/fast-refresh.md), or {force}"
     ),
     ReasonCode.LOG_LACKS_COLUMNS: (
-        "rewrite the query into a supported shape (see docs/fast-refresh.md), or set "
-        "refresh_method='force'"
+        "rewrite the query into a supported shape (see docs/fast-refresh.md), or {force}"
     ),
     ReasonCode.LOG_BROKEN: (
         "drop that log and create it again: dbt run-operation fast_refresh.drop_mview_log "
@@ -136,8 +144,27 @@ class Reason:
         return self.code in EXPECTED
 
     def fix(self, **names: str) -> str:
-        """The fix to name in an error (``names`` fills in the objects it mentions)."""
+        """The fix to name in an error (``names`` fills in the objects it mentions, and
+        ``rebuild`` and ``force``: ``fix_names``)."""
         return FIXES.get(self.code, _REBUILD).format(**names)
 
     def __str__(self) -> str:
         return self.detail
+
+
+def fix_names(view: str, model: str | None) -> dict[str, str]:
+    """How a fix says to rebuild ``view`` once and to let it fall back: for the dbt model
+    named ``model`` (the name ``dbt run -s`` selects, which an alias makes differ from the
+    view's), by its config; else (``refresh_mviews``) by the method of a refresh."""
+    if model:
+        return {
+            "rebuild": f"run `dbt run --full-refresh -s {model}` once (a complete refresh)",
+            "force": "set refresh_method='force'",
+        }
+    return {
+        "rebuild": (
+            "refresh it once with method 'complete' (dbt run-operation "
+            f"fast_refresh.refresh_mviews --args \"{{names: ['{view}'], method: complete}}\")"
+        ),
+        "force": "refresh it with method 'force'",
+    }

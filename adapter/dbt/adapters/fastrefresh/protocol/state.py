@@ -322,6 +322,9 @@ class ViewConfig:
     # The view columns that identify a row (a keyed projection's or a join's keys; none
     # for an aggregate): the key of a log created on the view for views over it
     key_columns: tuple[str, ...] = ()
+    # Built by ``dbt run --empty`` (dbt limited each table it reads to no rows): the
+    # definition is not the model's, and the next dbt run rebuilds the view
+    built_empty: bool = False
 
     def to_json(self) -> str:
         return _dumps(
@@ -336,6 +339,7 @@ class ViewConfig:
                 "table_properties": dict(self.table_properties),
                 "avg_types": dict(self.avg_types),
                 "key_columns": list(self.key_columns),
+                **({"built_empty": True} if self.built_empty else {}),
             }
         )
 
@@ -353,6 +357,7 @@ class ViewConfig:
             table_properties=dict(d.get("table_properties") or {}),
             avg_types=dict(d.get("avg_types") or {}),
             key_columns=tuple(d.get("key_columns") or ()),
+            built_empty=bool(d.get("built_empty", False)),
         )
 
 
