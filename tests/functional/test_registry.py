@@ -442,6 +442,42 @@ def test_a_run_is_published_in_one_commit_and_shows_the_newest_state(spark: Any,
     assert spark.sql(f"SELECT * FROM {reg}.mview_log_users").collect() == []
 
 
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_view_over_a_view_is_stale_once_the_view_under_it_refreshed(
+    spark: Any, path: str
+) -> None:
+    """`dbt run -s <the view under>` alone: the publish shows the view over it STALE
+    (nothing has captured the write to its master yet; Oracle's view is STALE as the DML
+    commits), where it showed FRESH with no pending row."""
+    schema = f"reg_stack_{path}"
+    env = keyed_master_with_log(spark, schema, rows=10, groups=3, path=path)
+    under, over = TableName(schema, "u"), TableName(schema, "o")
+    sqls = {
+        under: f"SELECT k, g, x FROM {schema}.m WHERE x > 0",
+        over: f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.u GROUP BY g",
+    }
+    refresh.refresh_view(env, view=under, sql=sqls[under], method="force", exists=False)
+    mlog.create_mview_log(env, str(under))
+    refresh.refresh_view(env, view=over, sql=sqls[over], method="force", exists=False)
+    registry.publish(env)
+    reg = f"{schema}_registry"
+
+    def staleness() -> dict[str, str]:
+        rows = spark.sql(f"SELECT mview, staleness FROM {reg}.mviews").collect()
+        return {r[0].split(".")[1]: r[1] for r in rows}
+
+    assert staleness() == {"u": "FRESH", "o": "FRESH"}
+    spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k = 1")
+    refresh.refresh_view(env, view=under, sql=sqls[under], method="fast", exists=True)
+    registry.publish(env)
+    assert staleness() == {"u": "FRESH", "o": "STALE"}
+    result = refresh.refresh_view(env, view=over, sql=sqls[over], method="fast", exists=True)
+    assert str(result.refresh_type) == "FAST" and result.log_rows == 2, result
+    assert matches(spark, over, sqls[over])
+    registry.publish(env)
+    assert staleness() == {"u": "FRESH", "o": "FRESH"}
+
+
 def test_a_release_0_1_registry_is_migrated_and_its_views_stay_fast(spark: Any) -> None:
     schema, reg = "reg_v1", "reg_v1_registry"
     spark.sql(f"CREATE SCHEMA {schema}")

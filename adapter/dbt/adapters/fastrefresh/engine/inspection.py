@@ -90,6 +90,10 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
         if m.log.state.last_sequence > position.last_sequence:
             rows = m.log.state.last_sequence - position.last_sequence
             pending.append(f"{rows} log row(s) on {m.log.log_table}")
+        elif m.meta.current_snapshot != m.log.state.captured_through:
+            # Committed, not captured yet (Oracle's logs capture as the DML commits: its
+            # view is STALE at once). A commit that changed no row is captured as none.
+            pending.append(f"{m.name} has commits its log has not captured yet")
     if pending:
         return Staleness.STALE, "; ".join(pending)
     return Staleness.FRESH, "up to date with its masters"

@@ -1064,6 +1064,8 @@ class _Refresh:
             # The view's place on each log moved: its rows in mview_log_users are
             # republished (a refresh with nothing to apply wrote nothing and moved none).
             journal.logs.update(str(s.log.master) for s in self.setups.values())
+            if status == "SUCCESS":
+                journal.written.add(str(self.storage))
         journal.refreshes.append(
             RefreshRecord(
                 run_id=uuid.uuid4().hex,

@@ -53,7 +53,15 @@ from dbt.adapters.fastrefresh.registry.table import (
 )
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import Journal
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string, view_of
+from dbt.adapters.fastrefresh.sqltext import (
+    STORAGE_SUFFIX,
+    TableName,
+    ident,
+    literal,
+    log_table_for,
+    string,
+    view_of,
+)
 
 logger = AdapterLogger("fastrefresh")
 
@@ -327,7 +335,7 @@ def _rows(env: Env, journal: Journal) -> list[str]:
     for view in sorted(journal.unregistered):
         rows.append(values_row("mview", view, None, now))
     views = set(journal.views)
-    for master in sorted(journal.logs):
+    for master in sorted(journal.logs | _logged(env, journal.written)):
         log = load_log(env, TableName.parse(master), columns=False)
         if log is None:
             continue
@@ -353,6 +361,21 @@ def _rows(env: Env, journal: Journal) -> list[str]:
         payload = {name: getattr(c, name) for name, _ in VIEWS["capture_runs"]}
         rows.append(values_row("capture_run", f"{c.log_table}@{c.last_sequence}", payload, now))
     return rows
+
+
+def _logged(env: Env, written: set[str]) -> set[str]:
+    """The storage tables among ``written`` (by this process's refreshes) that have a log:
+    the masters of views over views, which are stale now, though nothing has captured the
+    write yet (``staleness_of``). On the SQL path one ``SHOW TABLES`` per schema, rather
+    than a read of each missing log; on the Java path a load costs milliseconds."""
+    names = [TableName.parse(w) for w in sorted(written)]
+    if env.tables.kind == "java":
+        return {str(n) for n in names if env.tables.load_state(log_table_for(n)) is not None}
+    found: set[str] = set()
+    for schema in sorted({n.schema for n in names}):
+        logs = mt.table_names(env.sql, schema, f"mlog__*{STORAGE_SUFFIX}")
+        found |= {str(n) for n in names if n.schema == schema and log_table_for(n).table in logs}
+    return found
 
 
 class DescribedLog:

@@ -96,11 +96,13 @@ class Journal:
     released: set[tuple[str, str]] = field(default_factory=set)  # (log table, view)
     unregistered: set[str] = field(default_factory=set)
     to_purge: set[str] = field(default_factory=set)  # masters whose logs wait for a purge
+    # Storage tables a refresh wrote: a view over one (read through its log) is stale now
+    written: set[str] = field(default_factory=set)
 
     def empty(self) -> bool:
         return not (
             self.refreshes or self.captures or self.logs or self.views or self.dropped_logs
-            or self.released or self.unregistered or self.to_purge
+            or self.released or self.unregistered or self.to_purge or self.written
         )  # fmt: skip
 
 
@@ -204,7 +206,8 @@ class Runtime:
             later = self.journals.pop(registry, Journal())
             journal.refreshes += later.refreshes
             journal.captures += later.captures
-            for name in ("logs", "views", "dropped_logs", "released", "unregistered", "to_purge"):
+            names = ("logs", "views", "dropped_logs", "released", "unregistered", "to_purge")
+            for name in (*names, "written"):
                 getattr(journal, name).update(getattr(later, name))
             self.journals[registry] = journal
 
