@@ -228,6 +228,17 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert "then run `dbt run --full-refresh -s mv_nolog` once" in out, out
         assert "mview_log: false" in out and "or set refresh_method='force'" in out, out
         assert not project.run_sql(f"show tables in {s} like 'mv_nolog*|nolog_v*'", fetch="all")
+        # A query over a table that does not exist names it and the fix, without Spark's
+        # plan (its error printed the whole plan, internal properties included).
+        write_file(model("select pid from {{ target.schema }}.t_missing"),
+                   project.project_root, "models", "mv_missing.sql")  # fmt: skip
+        _, out = run_dbt_and_capture(["run", "-s", "mv_missing"], expect_pass=False)
+        assert (
+            f"The query of {s}.mv_missing reads {s}.t_missing, which does not exist. Fix: "
+            "create it, or correct the name" in out
+        ), out
+        assert "TABLE_OR_VIEW_NOT_FOUND" not in out and "fast_refresh.view" not in out, out
+        rm_file(project.project_root, "models", "mv_missing.sql")
         rm_file(project.project_root, "models", "mv_nolog.sql")
         # A bad refresh_method fails the model, naming it, the value and the fix; no table.
         _, out = run_dbt_and_capture(["run", "-s", "mv_bad_method"], expect_pass=False)

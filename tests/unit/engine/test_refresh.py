@@ -299,3 +299,17 @@ def test_qualify_becomes_a_filter_on_a_derived_table() -> None:
         "SELECT k, g FROM (SELECT k, g, ROW_NUMBER() OVER (PARTITION BY g ORDER BY k DESC) "
         "AS _w FROM s.t) AS _t WHERE _w = 1"
     )
+
+
+def test_a_table_spark_cannot_find_is_named_when_the_query_reads_it() -> None:
+    from dbt.adapters.fastrefresh.engine.refresh import _missing_read
+
+    sql = "SELECT a.k FROM s.t a JOIN `s`.`u` b ON a.k = b.k"
+    said = (
+        "[TABLE_OR_VIEW_NOT_FOUND] The table or view `spark_catalog`.`s`.`u` cannot be found. "
+        "Verify the spelling... SQLSTATE: 42P01; line 1 pos 30;\n'Project [...]"
+    )
+    assert _missing_read(Exception(said), sql) == TableName("s", "u")
+    assert _missing_read(Exception(said.replace("`u`", "`other`")), sql) is None
+    assert _missing_read(Exception("The table or view t cannot be found"), sql) is None
+    assert _missing_read(Exception("another error"), sql) is None

@@ -508,6 +508,24 @@ class DbtModel:
     view_found: bool = False
 
 
+# How Spark names a table it cannot find (its error carries the whole plan after it).
+_NOT_FOUND = re.compile(
+    r"The table or view ((?:`[^`]+`|[\w$]+)(?:\.(?:`[^`]+`|[\w$]+))*) cannot be found"
+)
+
+
+def _missing_read(exc: BaseException, sql: str) -> TableName | None:
+    """The table of ``sql`` that ``exc`` says does not exist (None: another error)."""
+    match = _NOT_FOUND.search(str(exc))
+    if match is None:
+        return None
+    parts = [p.strip("`").lower() for p in re.findall(r"`[^`]+`|[\w$]+", match.group(1))]
+    if len(parts) < 2:
+        return None
+    name = TableName(parts[-2], parts[-1])
+    return name if name in tables_of(sql) else None
+
+
 def _refreshed_empty(view: TableName) -> FastRefreshError:
     """refresh_mviews of a view ``dbt run --empty`` built: its stored definition is the
     one dbt limited to no rows."""
@@ -693,6 +711,19 @@ class _Refresh:
         return now
 
     def run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
+        try:
+            return self._masters_and_run(full_refresh=full_refresh, exists=exists)
+        except Exception as exc:
+            missing = _missing_read(exc, self.sql)
+            if missing is None:
+                raise
+            raise FastRefreshError(
+                f"The query of {self.view} reads {missing}, which does not exist. Fix: "
+                "create it, or correct the name (for a dbt source, its schema and identifier "
+                "in the sources .yml)."
+            ) from exc
+
+    def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
         loaded = load_masters(self.env, self.sql, read=self.read)
         masters = [self._with_log(m, loaded) for m in loaded]
         logs = [m.log.log_table for m in masters if m.log is not None]
