@@ -376,8 +376,6 @@ def not_a_master(env: Env, name: TableName) -> str:
     return "it was not read as one. Fix: run the model again"
 
 
-# The reasons that build a view whatever it holds: under refresh_method 'fast' they
-# must lead to a view that can refresh fast.
 def _without_comment(options: str) -> str:
     """Stored table options (``TableSpec.stored``) without their COMMENT clause, which
     dbt-spark's ``comment_clause`` renders last."""
@@ -410,8 +408,9 @@ def _masters_changed(old: Sequence[TableName], new: Sequence[TableName]) -> str:
     return ": " + "; ".join(said) if said else ""
 
 
-# (A build by ``dbt run --empty`` is not among them: it reads no rows, and the next run
-# rebuilds the view.)
+# The reasons that build a view whatever it holds: under refresh_method 'fast' they
+# must lead to a view that can refresh fast. (A build by ``dbt run --empty`` is not among
+# them: it reads no rows, and the next run rebuilds the view.)
 BUILDS = frozenset({ReasonCode.FIRST_BUILD, ReasonCode.FULL_REFRESH, ReasonCode.BUILT_EMPTY})
 
 
