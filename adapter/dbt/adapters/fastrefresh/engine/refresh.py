@@ -583,7 +583,6 @@ def refresh_view(
         refresh.docs = docs
         refresh.replace_table = replace_table
         refresh.model = model
-        refresh.fix_names = fix_names(str(view), model.name if model else None)
         result = refresh.run(full_refresh=full_refresh, exists=exists)
         return dataclasses.replace(
             result,
@@ -602,8 +601,6 @@ class _Refresh:
         self.storage = storage_of(view)
         self.docs: ViewDocs | None = None
         self.replace_table = False
-        # How fixes say to rebuild the view and to let it fall back (``fix_names``).
-        self.fix_names = fix_names(str(view), None)
         self.model: DbtModel | None = None  # None: refresh_mviews
         self.started = time.monotonic()
         self.run_started = env.clock()
@@ -693,11 +690,16 @@ class _Refresh:
         if self.on_schema_change == "fail":
             raise FastRefreshError(
                 f"Model {self.view}: {reason}, and its columns change ({change}), but "
-                f"on_schema_change is 'fail'. Fix: {self.fix_names['rebuild']} to rebuild it "
+                f"on_schema_change is 'fail'. Fix: {self.fixes['rebuild']} to rebuild it "
                 "with the new columns, or set on_schema_change to 'append_new_columns' or "
                 "'sync_all_columns' (the view is then rebuilt once)."
             )
         return Reason(reason.code, f"{reason.detail}: {change}")
+
+    @property
+    def fixes(self) -> dict[str, str]:
+        """How fixes say to rebuild the view and to let it fall back (``fix_names``)."""
+        return fix_names(str(self.view), self.model.name if self.model else None)
 
     @property
     def empty(self) -> bool:
@@ -843,7 +845,7 @@ class _Refresh:
         mentions)."""
         return FastRefreshError(
             f"Fast refresh of {self.view} is not possible: {reason}. Fix: "
-            f"{reason.fix(**self.fix_names, **names)}."
+            f"{reason.fix(**self.fixes, **names)}."
         )
 
     def _filled_before(self, masters: list[MasterState]) -> Reason | None:
@@ -950,11 +952,9 @@ class _Refresh:
         if old is None or name is None:
             return
         changed = []
-        if _without_comment(old.table_options) != _without_comment(self.table.stored()):
-            changed.append(
-                f"table options ({_without_comment(old.table_options) or 'none'} -> "
-                f"{_without_comment(self.table.stored()) or 'none'})"
-            )
+        before, now = _without_comment(old.table_options), _without_comment(self.table.stored())
+        if before != now:
+            changed.append(f"table options ({before or 'none'} -> {now or 'none'})")
         if dict(old.table_properties) != {str(k): str(v) for k, v in self.table.properties.items()}:
             changed.append("tblproperties")
         if changed:
