@@ -955,7 +955,7 @@ class _Refresh:
         before, now = _without_comment(old.table_options), _without_comment(self.table.stored())
         if before != now:
             changed.append(f"table options ({before or 'none'} -> {now or 'none'})")
-        if dict(old.table_properties) != {str(k): str(v) for k, v in self.table.properties.items()}:
+        if dict(old.table_properties) != dict(self.table.properties):
             changed.append("tblproperties")
         if changed:
             self.log_warnings.append(
@@ -1051,7 +1051,7 @@ class _Refresh:
             shape=plan.shape if plan.supported else f"unsupported: {plan.reason}",
             masters=plan.masters,
             table_options=self.table.stored(),
-            table_properties={str(k): str(v) for k, v in self.table.properties.items()},
+            table_properties=dict(self.table.properties),  # strings (config._properties)
             registered_at=record.config.registered_at if record and record.config else self._now(),  # type: ignore[arg-type]
             avg_types=_avg_types(env, plan, pins, reads),
             key_columns=view_key(plan),
