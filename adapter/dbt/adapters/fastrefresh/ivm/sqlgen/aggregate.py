@@ -18,7 +18,7 @@ from sqlglot import exp
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, Aggregate, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, q, render
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, operand, q, render
 from dbt.adapters.fastrefresh.sqltext import TableName, replace_all, string
 
 # The start of the error a delta statement raises when a NaN or an infinity leaves a
@@ -387,7 +387,7 @@ def aggregate_recompute(
     affected = ", ".join(f"__fr_g_{i}" for i in range(len(plan.groups)))
     semi = exp.and_(
         *(
-            exp.NullSafeEQ(this=g.copy(), expression=_col("__fr_ag", f"__fr_g_{i}"))
+            exp.NullSafeEQ(this=operand(g.copy()), expression=_col("__fr_ag", f"__fr_g_{i}"))
             for i, g in enumerate(plan.group_nodes)
         )
     )

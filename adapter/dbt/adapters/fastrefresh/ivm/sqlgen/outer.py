@@ -27,7 +27,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
 from dbt.adapters.fastrefresh.ivm.joins import grouping_side
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, over, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, operand, over, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 
@@ -339,7 +339,7 @@ def _matching(
     table = exp.table_(mine.master.table, db=mine.master.schema, quoted=True, alias="__fr_p")
     pin(table, pins.get(mine.master))
     on = " AND ".join(
-        f"{over(p[owner], '__fr_p').sql(dialect=DIALECT)} = v.__fr_c{j}"
+        f"{operand(over(p[owner], '__fr_p')).sql(dialect=DIALECT)} = v.__fr_c{j}"
         for j, p in enumerate(plan.outer.pairs)
     )
     return f"SELECT {select} FROM {table.sql(dialect=DIALECT)} LEFT SEMI JOIN {values} v ON {on}"

@@ -58,6 +58,16 @@ def over(node: exp.Expression, alias: str) -> exp.Expression:
     return copy
 
 
+def operand(node: exp.Expression) -> exp.Expression:
+    """``node`` as the operand of an operator built around it: parenthesized unless it is
+    a column, a literal or parenthesized already. sqlglot writes a tree as it was built,
+    so ``a AND b > 1`` put under ``<=>`` would be written ``a AND b > 1 <=> v``, which
+    Spark reads as ``a AND (b > 1 <=> v)``, and ``x IS NULL <=> v`` does not parse."""
+    if isinstance(node, (exp.Column, exp.Literal, exp.Paren)):
+        return node
+    return exp.Paren(this=node)
+
+
 def null(column: str, types: Mapping[str, str]) -> str:
     return f"CAST(NULL AS {types[column]})"
 

@@ -19,7 +19,7 @@ from dbt.adapters.fastrefresh.ivm.semi import SemiJoin
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin_tables
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, changed_keys, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.projection import projection_keyed
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, null, q, render
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, null, operand, q, render
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 
@@ -47,7 +47,9 @@ def _reached(semi: SemiJoin, index: int, plan: ViewPlan, outer_pin: int | None) 
     a, images, values = plan.alias, f"__fr_ib{index}", f"__fr_v{index}"
     pairs = list(enumerate(semi.pairs))
     listed = ", ".join(f"{inner.sql(dialect=DIALECT)} AS __fr_c{j}" for j, (_, inner) in pairs)
-    on = " AND ".join(f"{outer.sql(dialect=DIALECT)} = v.__fr_c{j}" for j, (outer, _) in pairs)
+    on = " AND ".join(
+        f"{operand(outer).sql(dialect=DIALECT)} = v.__fr_c{j}" for j, (outer, _) in pairs
+    )
     keys = ", ".join(f"{a}.{q(k)}" for k in plan.key_columns)
     version = f" VERSION AS OF {outer_pin}" if outer_pin is not None else ""
     return [

@@ -16,7 +16,7 @@ from sqlglot import exp
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, read_from
 from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, over, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, operand, over, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 IMAGES, PARTS, MASTER, KEYS = "__fr_i", "__fr_parts", "__fr_m", "__fr_pp"
@@ -45,7 +45,9 @@ def window_recompute(
         )
     on = exp.and_(
         *(
-            exp.NullSafeEQ(this=over(p, MASTER), expression=exp.column(f"__fr_pv{i}", table=KEYS))
+            exp.NullSafeEQ(
+                this=operand(over(p, MASTER)), expression=exp.column(f"__fr_pv{i}", table=KEYS)
+            )
             for i, p in enumerate(plan.partition_nodes)
         )
     )
