@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, views_follow_rounds
 
 CONDITION_GROUPS = {
@@ -54,3 +59,45 @@ def test_groups_and_partitions_by_a_condition_equal_their_queries(spark: Any) ->
     ]
     views = {name: sql.format(t=t, u=u) for name, sql in CONDITION_GROUPS.items()}
     views_follow_rounds(spark, env, schema, views, rounds)
+
+
+# A constant output of an inner join of a key-less table (counted as a bag: GROUP BY the
+# outputs) and a constant GROUP BY beside a column were refused as "GROUP BY by position":
+# a literal in the GROUP BY the planner wrote, or the user's string literal, which Spark
+# reads as a position only when it is an integer.
+CONSTANTS = {
+    "bag_join_constant": "SELECT b.k, 2 AS two, 'x' AS l FROM {t3} a JOIN {t1} b ON a.s = b.s",
+    "bag_join_constants_only": "SELECT 2 AS two FROM {t3} a JOIN {t1} b ON a.s = b.s",
+    "group_by_constant_and_column": (
+        "SELECT 'b' AS l, s, count(*) AS c, min(k) AS m FROM {t1} GROUP BY 'b', s"
+    ),
+    # Positions are read as the outputs they name (sqlglot's qualification), as Spark does.
+    "group_by_position": "SELECT s, count(*) AS c FROM {t1} GROUP BY 1",
+}
+
+
+def test_constant_outputs_and_groups_equal_their_queries(spark: Any) -> None:
+    schema = "fuzzed_constants"
+    t1, t3 = f"{schema}.t1", f"{schema}.t3"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {t1} (k BIGINT NOT NULL, s STRING) USING iceberg")
+    spark.sql(f"CREATE TABLE {t3} (s STRING, i INT) USING iceberg")
+    spark.sql(f"INSERT INTO {t1} VALUES (1, 'a'), (2, 'b')")
+    spark.sql(f"INSERT INTO {t3} VALUES ('a', 1), ('a', 1)")
+    env = env_for(spark, f"{schema}_registry", "java")
+    mlog.create_mview_log(env, t1, key=["k"])
+    mlog.create_mview_log(env, t3, key=[])
+    rounds = [
+        [f"INSERT INTO {t3} VALUES ('b', 2), ('c', 3)", f"INSERT INTO {t1} VALUES (3, 'c')"],
+        [f"DELETE FROM {t3} WHERE s = 'a'", f"UPDATE {t1} SET s = 'a' WHERE k = 2"],
+        # Nothing joins: the constants-only view is empty, and its count row stays at 0.
+        [f"DELETE FROM {t3}"],
+        [f"INSERT INTO {t3} VALUES ('c', 1), ('c', 1)"],
+    ]
+    views = {name: sql.format(t1=t1, t3=t3) for name, sql in CONSTANTS.items()}
+    views_follow_rounds(spark, env, schema, views, rounds)
+    with pytest.raises(FastRefreshError, match=r"GROUP BY of constants only \('b'\)"):
+        refresh.refresh_view(
+            env, view=TableName(schema, "constant_group"), method="fast", exists=False,
+            sql=f"SELECT 'b' AS l, count(*) AS c FROM {t1} GROUP BY 'b'",
+        )  # fmt: skip

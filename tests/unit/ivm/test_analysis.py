@@ -719,10 +719,29 @@ def test_group_by_all_groups_by_the_outputs_without_aggregates() -> None:
     ]  # fmt: skip
     whole = plan("select count(*) n, sum(amount) s from shop.orders group by all")
     assert whole.shape == "aggregate" and not whole.groups
-    constant = plan("select 'x' label, status, count(*) n from shop.orders group by all")
-    assert constant.shape == "unsupported" and "GROUP BY ALL with the constant output label" in (
-        constant.reason or ""
+    # A constant output beside a group is a constant; alone it would be a constant group.
+    labelled = plan("select 'x' label, status, count(*) n from shop.orders group by all")
+    assert labelled.shape == "aggregate" and [g.sql() for g in labelled.group_nodes] == [
+        "orders.status"
+    ]  # fmt: skip
+    constant = plan("select 'x' label, count(*) n from shop.orders group by all")
+    assert constant.shape == "unsupported" and (
+        "GROUP BY ALL with only the constant output(s) label" in (constant.reason or "")
     )
+
+
+def test_a_constant_group_beside_others_is_dropped_and_alone_refused() -> None:
+    p = plan("select 'b' l, status, count(*) n from shop.orders group by 'b', status")
+    assert p.shape == "aggregate" and [g.sql() for g in p.group_nodes] == ["orders.status"]
+    alone = plan("select 'b' l, count(*) n from shop.orders group by 'b'")
+    assert alone.shape == "unsupported" and "GROUP BY of constants only ('b')" in (
+        alone.reason or ""
+    )
+    # sqlglot's qualification reads a position as the output it names, as Spark does.
+    by_position = plan("select status, count(*) n from shop.orders group by 1")
+    assert by_position.shape == "aggregate" and [g.sql() for g in by_position.group_nodes] == [
+        "orders.status"
+    ]  # fmt: skip
 
 
 def test_an_aggregate_over_an_outer_join_groups_by_one_side_and_is_recomputed() -> None:

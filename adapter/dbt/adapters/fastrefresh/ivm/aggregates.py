@@ -139,18 +139,20 @@ def plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
 def explicit_group_by_all(tree: exp.Select) -> exp.Select:
     """``tree`` with a ``GROUP BY ALL`` written out: Spark groups by every output that
     contains no aggregate function, or aggregates globally when none is left. A constant
-    output would be a constant group (no row at all over an empty input), which the
+    output groups nothing beside other groups, so it stays out of them; with no other
+    group it would be a constant group (no row at all over an empty input), which the
     planner does not keep as one: it is refused, asking for the expressions."""
     group = tree.args.get("group")
     if group is None or not group.args.get("all") or group.expressions:
         return tree
-    groups = [s.unalias() for s in tree.expressions if s.find(exp.AggFunc) is None]
-    for select in tree.expressions:
-        if select.find(exp.AggFunc) is None and select.find(exp.Column) is None:
-            raise Refused(
-                f"GROUP BY ALL with the constant output {select.alias_or_name}; write the "
-                "GROUP BY expressions out"
-            )
+    plain = [s for s in tree.expressions if s.find(exp.AggFunc) is None]
+    groups = [s.unalias() for s in plain if s.find(exp.Column) is not None]
+    if plain and not groups:
+        raise Refused(
+            f"GROUP BY ALL with only the constant output(s) "
+            f"{', '.join(s.alias_or_name for s in plain)} to group by; write the GROUP BY "
+            "expressions out"
+        )
     tree = tree.copy()
     tree.set("group", exp.Group(expressions=[g.copy() for g in groups]) if groups else None)
     return tree
@@ -162,8 +164,18 @@ def _groups(qualified: exp.Select) -> list[exp.Expression]:
     selects = list(qualified.expressions)
     if group_node is not None:
         groups = list(group_node.expressions)
-        if any(isinstance(g, exp.Literal) for g in groups):
+        if any(isinstance(g, exp.Literal) and g.is_int for g in groups):
             raise Refused("GROUP BY by position (GROUP BY 1); name the expressions")
+        # Another literal ('b', TRUE, NULL) is one group for every row: beside other
+        # groups it changes nothing, and an output of it is a constant.
+        constants = [g for g in groups if isinstance(g, exp.Literal | exp.Null | exp.Boolean)]
+        if constants and len(constants) == len(groups):
+            raise Refused(
+                f"GROUP BY of constants only ({', '.join(render(g) for g in constants)}): "
+                "one group, but none over no rows, which the planner does not keep; group by "
+                "a column, or drop the GROUP BY for a global aggregate"
+            )
+        groups = [g for g in groups if g not in constants]
         outputs = {s.unalias() for s in selects}
         if qualified.args.get("distinct") is not None and not all(g in outputs for g in groups):
             # One row per group, so DISTINCT only matters when a group is not output.

@@ -195,6 +195,10 @@ def _as_bag(qualified: exp.Select) -> None:
     aggregate that counts each distinct output row: ``GROUP BY`` the outputs with
     ``count(*) AS __fr_repeat``, maintained by the signed deltas of an aggregate over a
     join; the model's view repeats each row that many times (``engine/surface.py``)."""
+    # A constant output (``2 AS two``) groups nothing, and a literal in a GROUP BY is a
+    # position in Spark: it stays out of the groups (only constants: a global aggregate).
     outputs = [s.unalias().copy() for s in qualified.expressions]
-    qualified.group_by(*outputs, copy=False)
+    grouped = [o for o in outputs if o.find(exp.Column) is not None]
+    if grouped:
+        qualified.group_by(*grouped, copy=False)
     qualified.select(exp.alias_(exp.Count(this=exp.Star()), REPEAT_COLUMN), append=True, copy=False)
