@@ -17,6 +17,7 @@ import pytest
 
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
@@ -403,3 +404,47 @@ def test_drop_mview_log_while_a_refresh_reads_it_is_refused(
     assert results and results[0].refresh_type == "FAST"
     assert matches(spark, view, sql)
     assert "dropped materialized view log" in mlog.drop_mview_log(env, f"{s}.m")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_first_build_whose_query_does_not_run_names_it_and_leaves_no_log(
+    spark: Any, path: str
+) -> None:
+    """A misspelt column or a syntax error: Spark's message over the model's query, not
+    the storage table's CREATE with its plan, and the log the build created on the dbt
+    source it reads is dropped again (no view uses it)."""
+    schema = f"bad_query_{path}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.src (k BIGINT NOT NULL, x INT) USING iceberg")
+    spark.sql(f"INSERT INTO {schema}.src VALUES (1, 1)")
+    env = env_for(spark, f"{schema}_registry", path)
+    upstream = (Upstream(TableName(schema, "src"), "source.p.shop.src"),)
+    before = tables(spark, schema)
+    for sql, says, where in [
+        # Positions in the query's own text: `y` is the 15th character of its line 1.
+        (
+            f"SELECT k, sum(y) AS s FROM {schema}.src GROUP BY k",
+            "UNRESOLVED_COLUMN",
+            "line 1 pos 14",
+        ),
+        (f"SELECT k FROM {schema}.src\nWHERE k >", "PARSE_SYNTAX_ERROR", "line 2, pos 9"),
+    ]:
+        with pytest.raises(FastRefreshError) as info:
+            refresh.refresh_view(
+                env, view=TableName(schema, "v"), sql=sql, method="force", exists=False,
+                upstream=upstream,
+            )  # fmt: skip
+        message = str(info.value)
+        assert f"The query of {schema}.v does not run: [{says}" in message, message
+        assert where in message and "Fix: correct the model's SQL" in message, message
+        assert "__fr_data" not in message and "TableSpec" not in message, message
+        assert tables(spark, schema) == before
+    # The same source with a query that runs: its log is created, and the view is FAST.
+    good = f"SELECT k, sum(x) AS s FROM {schema}.src GROUP BY k"
+    result = refresh.refresh_view(
+        env, view=TableName(schema, "v"), sql=good, method="force", exists=False,
+        upstream=upstream,
+    )  # fmt: skip
+    assert result.logs_created and tables(spark, schema) > before
+    spark.sql(f"INSERT INTO {schema}.src VALUES (2, 5)")
+    refresh_and_check(spark, env, TableName(schema, "v"), good, exists=True, expect="FAST")

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import sqlglot
+from dbt.adapters.events.logging import AdapterLogger
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.transforms import eliminate_qualify
@@ -86,6 +87,8 @@ from dbt.adapters.fastrefresh.protocol.state import (
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
 from dbt.adapters.fastrefresh.sqltext import TableName, storage_of, view_of
+
+logger = AdapterLogger("fastrefresh")
 
 # Under ``force``: a log range holding more rows than this fraction of the master's rows
 # refreshes completely: reading, sorting and netting that many log rows costs about as
@@ -525,6 +528,13 @@ def _missing_read(exc: BaseException, sql: str) -> TableName | None:
     return name if name in tables_of(sql) else None
 
 
+# Spark's error classes (``[UNRESOLVED_COLUMN.WITH_SUGGESTION] ...``), and the terminal
+# colours of its parse errors' pointer.
+_ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LINE = re.compile(r"(\bline )(\d+)")
+
+
 def _refreshed_empty(view: TableName) -> FastRefreshError:
     """refresh_mviews of a view ``dbt run --empty`` built: its stored definition is the
     one dbt limited to no rows."""
@@ -610,6 +620,7 @@ class _Refresh:
         self.on_schema_change = "ignore"
         self.upstream: tuple[Upstream, ...] = ()
         self.logs_created: list[str] = []
+        self.new_logs: list[TableName] = []  # the masters whose logs it created
         self.log_warnings: list[str] = []
         self.previous_filled: tuple[str, ...] = ()
         # Why a fast refresh failed while applying (``_apply_or_rebuild``), for its journal.
@@ -640,6 +651,7 @@ class _Refresh:
             return self._with_new_columns(master, up, loaded)
         said = create_mview_log(self.env, master.name, **up.options, if_not_exists=True)
         self.logs_created.append(f"{said} (for the models that read {up.node})")
+        self.new_logs.append(master.name)
         return MasterState(master.meta, load_log(self.env, master.name, read=master.meta))
 
     def _with_new_columns(
@@ -715,14 +727,59 @@ class _Refresh:
         try:
             return self._masters_and_run(full_refresh=full_refresh, exists=exists)
         except Exception as exc:
+            self._drop_new_logs()
             missing = _missing_read(exc, self.sql)
-            if missing is None:
-                raise
-            raise FastRefreshError(
-                f"The query of {self.view} reads {missing}, which does not exist. Fix: "
-                "create it, or correct the name (for a dbt source, its schema and identifier "
-                "in the sources .yml)."
-            ) from exc
+            if missing is not None:
+                raise FastRefreshError(
+                    f"The query of {self.view} reads {missing}, which does not exist. Fix: "
+                    "create it, or correct the name (for a dbt source, its schema and "
+                    "identifier in the sources .yml)."
+                ) from exc
+            wrong = self._query_error(exc)
+            if wrong is not None:
+                raise FastRefreshError(
+                    f"The query of {self.view} does not run: {wrong} Fix: correct the "
+                    "model's SQL (`dbt compile` writes it under target/compiled)."
+                ) from exc
+            raise
+
+    def _drop_new_logs(self) -> None:
+        """After a failed refresh, the logs it created that no view uses (a first build
+        whose query does not run): a failure leaves nothing behind. A log another view
+        has registered on since, or another refresh of this process is using, stays."""
+        for master in self.new_logs:
+            try:
+                log = load_log(self.env, master, columns=False)
+                if log is not None and not log.state.users:
+                    drop_mview_log(self.env, master)
+                    self.logs_created = [c for c in self.logs_created if str(master) not in c]
+            except Exception as exc:  # the refresh's own error is the one to report
+                logger.warning(
+                    f"the log on {master}, created by a failed refresh of "
+                    f"{self.view}, could not be dropped: {exc}"
+                )
+
+    def _query_error(self, exc: Exception) -> str | None:
+        """What Spark says of the query itself when ``exc`` is an error of parsing or
+        analysis (``[CLASS]`` before any job ran): the statement that failed wrapped the
+        query in a ``CREATE TABLE`` of the storage table, and its message carries that
+        statement's plan, so the query is analyzed alone (``DESCRIBE QUERY``, only on this
+        path) for Spark's message over the model's own SQL. None: the query is not it."""
+        text = str(exc)
+        if (
+            isinstance(exc, FastRefreshError)
+            or "Job aborted" in text
+            or not _ERROR_CLASS.search(text)
+        ):
+            return None
+        try:  # the query from a line of its own: Spark's positions are the query's
+            self.env.sql.query(f"DESCRIBE QUERY\n{self.sql}")
+        except Exception as own:
+            message = _ANSI.sub("", str(own)).strip()
+            first = message.split(";\n", 1)[0].split("\n", 1)[0].strip()
+            first = _LINE.sub(lambda m: f"{m[1]}{int(m[2]) - 1}", first)
+            return first if first.endswith(".") else f"{first}."
+        return None
 
     def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
         loaded = load_masters(self.env, self.sql, read=self.read)

@@ -277,9 +277,12 @@ class ViewPlan:
 
 
 def query_hash(sql: str) -> str:
-    """A hash of the query that ignores formatting (whitespace, case of keywords)."""
+    """A hash of the query that ignores formatting (whitespace, case of keywords) and
+    comments."""
     try:
-        normal = sqlglot.parse_one(sql, read=DIALECT).sql(dialect=DIALECT, normalize=True)
+        normal = sqlglot.parse_one(sql, read=DIALECT).sql(
+            dialect=DIALECT, normalize=True, comments=False
+        )
     except SqlglotError:
         normal = " ".join(sql.split())
     return hashlib.sha256(normal.encode()).hexdigest()[:16]
