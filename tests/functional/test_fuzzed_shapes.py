@@ -101,3 +101,42 @@ def test_constant_outputs_and_groups_equal_their_queries(spark: Any) -> None:
             env, view=TableName(schema, "constant_group"), method="fast", exists=False,
             sql=f"SELECT 'b' AS l, count(*) AS c FROM {t1} GROUP BY 'b'",
         )  # fmt: skip
+
+
+# A single RIGHT JOIN keeping every row of a filtered CTE was refused ("it filters a table
+# a RIGHT or FULL OUTER join keeps every row of"), where its mirror, the LEFT JOIN, was
+# planned: it is planned as that LEFT JOIN.
+RIGHT_JOINS = {
+    "right_keeps_filtered": (
+        "WITH c AS (SELECT * FROM {b} WHERE x > 0) SELECT a.k, c.id, c.x FROM {a} a "
+        "RIGHT JOIN c ON a.s = c.s"
+    ),
+    "right_keeps_filtered_by_group": (
+        "WITH c AS (SELECT * FROM {b} WHERE x > 0) SELECT c.s, count(a.k) AS n, "
+        "max(c.x) AS mx FROM {a} a RIGHT JOIN c ON a.s = c.s GROUP BY c.s"
+    ),
+    "right_both_filtered": (
+        "SELECT a.k, c.id FROM (SELECT * FROM {a} WHERE k < 4) a RIGHT JOIN "
+        "(SELECT * FROM {b} WHERE x > 0) c ON a.s = c.s"
+    ),
+}
+
+
+def test_a_right_join_keeping_a_filtered_table_equals_its_query(spark: Any) -> None:
+    schema = "fuzzed_right"
+    a, b = f"{schema}.a", f"{schema}.b"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {a} (k BIGINT NOT NULL, s STRING) USING iceberg")
+    spark.sql(f"CREATE TABLE {b} (id BIGINT NOT NULL, s STRING, x INT) USING iceberg")
+    spark.sql(f"INSERT INTO {a} VALUES (1, 'a'), (2, 'b'), (3, 'a')")
+    spark.sql(f"INSERT INTO {b} VALUES (1, 'a', 1), (2, 'c', 5), (3, 'b', -1)")
+    env = env_for(spark, f"{schema}_registry", "java")
+    mlog.create_mview_log(env, a, key=["k"])
+    mlog.create_mview_log(env, b, key=["id"])
+    rounds = [
+        [f"UPDATE {b} SET x = 2 WHERE id = 3", f"INSERT INTO {a} VALUES (4, 'c')"],
+        [f"UPDATE {b} SET x = -5 WHERE id = 1", f"UPDATE {a} SET s = 'b' WHERE k = 3"],
+        [f"DELETE FROM {a} WHERE k = 2", f"INSERT INTO {b} VALUES (4, 'a', 3), (5, NULL, 9)"],
+    ]
+    views = {name: sql.format(a=a, b=b) for name, sql in RIGHT_JOINS.items()}
+    views_follow_rounds(spark, env, schema, views, rounds)

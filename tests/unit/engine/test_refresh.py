@@ -112,9 +112,11 @@ def test_an_unknown_refresh_method_is_refused_before_any_statement() -> None:
     env = Env(NoStatements(), NoStatements(), "reg")  # type: ignore[arg-type]
     with pytest.raises(
         FastRefreshError,
-        match=r"refresh_mviews: refresh_method must be 'force', 'fast' or 'complete'.*got 'fats'.*Fix: ",
+        match=r"refresh_mviews: method must be 'force', 'fast' or 'complete'.*got 'fats'\. Fix: method: force",
     ):
         refresh_mviews(env, ["s.v"], "fats")
+    with pytest.raises(FastRefreshError, match=r"refresh_mviews needs the views to refresh"):
+        refresh_mviews(env, [], "force")
 
 
 def test_column_change_names_what_a_new_query_adds_and_removes() -> None:

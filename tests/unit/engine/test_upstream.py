@@ -23,7 +23,9 @@ GRAPH = {
     "nodes": {
         "model.p.stg": node("model.p.stg", "model", "`an`.`stg`", "source.p.shop.orders"),
         "model.p.eph": node("model.p.eph", "model", None, "model.p.stg", materialized="ephemeral"),
-        "seed.p.regions": node("seed.p.regions", "seed", "`an`.`regions`", mview_log={"key": ["id"]}),
+        "seed.p.regions": node(
+            "seed.p.regions", "seed", "`an`.`regions`", materialized="seed", mview_log={"key": ["id"]}
+        ),
         "model.p.skip": node("model.p.skip", "model", "`an`.`skip`", mview_log=False),
         "test.p.t": node("test.p.t", "test", None),
     },
@@ -39,16 +41,16 @@ GRAPH = {
 def test_reads_through_ephemeral_models_once_each() -> None:
     model = {"depends_on": {"nodes": ["model.p.eph", "model.p.stg", "seed.p.regions", "test.p.t"]}}
     assert upstream_of(model, GRAPH) == (
-        Upstream(TableName("an", "stg"), "model.p.stg", None, {}),
-        Upstream(TableName("an", "regions"), "seed.p.regions", True, {"key": ["id"]}),
+        Upstream(TableName("an", "stg"), "model.p.stg", None, {}, "table"),
+        Upstream(TableName("an", "regions"), "seed.p.regions", True, {"key": ["id"]}, "seed"),
     )
 
 
 def test_settings_of_sources_and_models() -> None:
     found = upstream_of({"depends_on": {"nodes": ["source.p.shop.orders", "model.p.skip"]}}, GRAPH)
-    assert [(u.relation, u.log, dict(u.options)) for u in found] == [
-        (TableName("shop", "orders"), True, {"commit_scn": True}),
-        (TableName("an", "skip"), False, {}),
+    assert [(u.relation, u.log, dict(u.options), u.materialized) for u in found] == [
+        (TableName("shop", "orders"), True, {"commit_scn": True}, ""),
+        (TableName("an", "skip"), False, {}, "table"),
     ]
 
 

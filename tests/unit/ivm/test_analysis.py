@@ -650,6 +650,20 @@ def test_a_filtered_derived_table_an_outer_join_extends_with_nulls_filters_its_o
     assert p.tree.find(exp.Where) is None and p.tree.find(exp.Subquery) is None
 
 
+def test_a_single_right_join_keeping_a_filtered_derived_table_is_its_left_join() -> None:
+    """Read in FROM, the kept table's filter merges into the WHERE, as a LEFT JOIN's FROM
+    table's does; the outputs keep their order."""
+    p = plan(
+        "with big as (select * from shop.orders where amount > 10) select c.region, "
+        "big.order_id, big.amount from shop.customers c right join big on c.customer_id = "
+        "big.customer_id"
+    )
+    assert p.shape == "outer_join" and p.outer is not None, p.reason
+    assert p.outer.preserved == (0,) and p.tree.find(exp.Join).side == "LEFT"
+    assert p.tree.find(exp.Where).sql() == "WHERE orders.amount > 10"
+    assert p.user_columns == ("region", "order_id", "amount")
+
+
 def test_join_equalities_are_found_inside_parenthesized_conjunctions() -> None:
     p = plan(
         "select c.customer_id, o.order_id from shop.customers c left join shop.orders o on "
@@ -664,7 +678,8 @@ def test_join_equalities_are_found_inside_parenthesized_conjunctions() -> None:
     [
         ("select c.customer_id, o.order_id from shop.customers c full join (select order_id, "
          "customer_id from shop.orders where status = 'x') o on o.customer_id = c.customer_id",
-         "it filters a table a RIGHT or FULL OUTER join keeps every row of"),
+         "it filters a table a FULL OUTER join (or a RIGHT JOIN beside other joins) keeps "
+         "every row of"),
         ("select c.customer_id, o.order_id from shop.customers c left join (select "
          "o.order_id, o.customer_id from shop.orders o join shop.customers d on "
          "d.customer_id = o.customer_id) o on o.customer_id = c.customer_id",

@@ -23,6 +23,7 @@ from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import dbt_views, inspection, refresh
 from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
 from dbt.adapters.fastrefresh.engine.upstream import project_relations, upstream_of
+from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
@@ -381,6 +382,12 @@ class FastrefreshAdapter(SparkAdapter):
 
     @available.parse(_parse_stub)
     def fr_explain_mview(self, target: Any) -> str:
+        if not str(target or "").strip():
+            raise FastRefreshError(
+                "explain_mview needs a registered view (schema.view) or a SELECT as mview, "
+                "and got none. Fix: dbt run-operation fast_refresh.explain_mview --args "
+                '"{mview: schema.view}".'
+            )
         return inspection.explain(self._env(), str(target))
 
     @available.parse(lambda *args, **kwargs: ["FRESH", ""])

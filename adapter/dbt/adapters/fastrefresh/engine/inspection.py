@@ -186,7 +186,13 @@ def _next_delta(
 
 def refresh_mviews(env: Env, names: list[str], method: object) -> list[RefreshResult]:
     """DBMS_MVIEW.REFRESH(list, method): refresh registered views from their definitions."""
-    chosen = RefreshMethod.parse(method, where="refresh_mviews")
+    chosen = RefreshMethod.parse(method, where="refresh_mviews", argument="method")
+    if not names:
+        raise FastRefreshError(
+            "refresh_mviews needs the views to refresh (names), and got none, so nothing "
+            "was refreshed. Fix: dbt run-operation fast_refresh.refresh_mviews --args "
+            '"{names: [schema.view], method: force}".'
+        )
     results = []
     for name in names:
         view = TableName.parse(name)

@@ -881,7 +881,8 @@ class _Refresh:
         each master's changes come from). A reason the view's method does not accept fails
         the refresh, naming its fix."""
         if reason is None:
-            reason = next((s.problem for s in self.setups.values() if s.problem), None)
+            problem = next(((m, s.problem) for m, s in self.setups.items() if s.problem), None)
+            reason = self._replaced_by_dbt(*problem) if problem else None
         if reason is None:
             reason = _plan_sources(plan, masters, self.setups, previous, sources)
         if reason is None:
@@ -896,6 +897,28 @@ class _Refresh:
             self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
             raise self._not_possible(reason, master=_master_named(reason, masters))
         return reason
+
+    def _replaced_by_dbt(self, master: TableName, reason: Reason) -> Reason:
+        """``reason``, saying why when the log that lost its history is on a dbt seed or
+        ``table`` model: dbt replaces that table on every run (``dbt seed`` drops and
+        creates it), and a log cannot read changes across a new table."""
+        up = next((u for u in self.upstream if u.relation == master), None)
+        if reason.code is not ReasonCode.LOG_YOUNGER or up is None:
+            return reason
+        if up.materialized == "seed":
+            why = (
+                f"{master} is a dbt seed, which `dbt seed` drops and creates again, so its "
+                "log starts anew and the models over it rebuild after each `dbt seed`"
+            )
+        elif up.materialized == "table":
+            why = (
+                f"{master} is a dbt `table` model, which every run replaces, so its log "
+                "starts anew and the models over it rebuild after each run of it (make it "
+                "an incremental or fast_refresh model to keep its history)"
+            )
+        else:
+            return reason
+        return Reason(reason.code, f"{reason.detail}: {why}")
 
     def _not_possible(self, reason: Reason, **names: str) -> FastRefreshError:
         """The error of a fast refresh ``reason`` stops (``names``: the objects its fix

@@ -41,6 +41,7 @@ class Upstream:
     node: str  # the node's unique_id, for messages
     log: bool | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    materialized: str = ""  # the node's materialization (``seed`` for a seed); "": a source
 
 
 def upstream_of(model: Mapping[str, Any], graph: Mapping[str, Any]) -> tuple[Upstream, ...]:
@@ -71,7 +72,12 @@ def upstream_of(model: Mapping[str, Any], graph: Mapping[str, Any]) -> tuple[Ups
         if config.get("materialized") == "fast_refresh":
             name = storage_of(name)  # the view's rows (and its log) are in that table
         setting = config.get("mview_log", (node.get("meta") or {}).get("mview_log"))
-        found.setdefault(name, Upstream(name, uid, *_log_setting(uid, setting)))
+        kind = (
+            ""
+            if node.get("resource_type") == "source"
+            else str(config.get("materialized") or node.get("resource_type"))
+        )
+        found.setdefault(name, Upstream(name, uid, *_log_setting(uid, setting), kind))
     return tuple(found.values())
 
 

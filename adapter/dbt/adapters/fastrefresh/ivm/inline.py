@@ -170,12 +170,38 @@ def _filters_into_on(tree: exp.Expr) -> exp.Expr:
     expression, over the merged table, in its place."""
     for select in list(tree.find_all(exp.Select)):
         joins = select.args.get("joins") or []
+        if len(joins) == 1 and joins[0].side == "RIGHT" and _filtered(joins[0].this):
+            _as_left_join(select, joins[0])
         for join in joins:
             if join.side == "LEFT":
                 _move_filter(join.this, join)
         if len(joins) == 1 and joins[0].side == "RIGHT":
             _move_filter(select.args["from_"].this, joins[0])
     return tree
+
+
+def _filtered(side: exp.Expr) -> bool:
+    """``side`` is a derived table that filters its one table and computes nothing."""
+    inner = side.this if isinstance(side, exp.Subquery) else None
+    return (
+        isinstance(inner, exp.Select)
+        and inner.args.get("where") is not None
+        and not inner.args.get("joins")
+        and not _computes(inner)
+    )
+
+
+def _as_left_join(select: exp.Select, join: exp.Join) -> None:
+    """``a RIGHT JOIN b ON c`` of ``select`` as ``b LEFT JOIN a ON c``, the same rows: a
+    filtered derived table ``b`` that the RIGHT JOIN keeps every row of is then read in
+    ``FROM``, where ``merge_subqueries`` merges its filter into the WHERE (it leaves a
+    filtered table a RIGHT JOIN keeps alone). The outputs are listed by name already
+    (stars expanded), so their order stays."""
+    first, kept = select.args["from_"].this, join.this
+    first_copy, kept_copy = first.copy(), kept.copy()
+    first.replace(kept_copy)
+    kept.replace(first_copy)
+    join.set("side", "LEFT")
 
 
 def _joined_joins_first(tree: exp.Expr) -> exp.Expr:
@@ -293,7 +319,8 @@ def _unmerged_because(sub: exp.Subquery) -> str:
         )
     if inner.args.get("where"):
         return (
-            "it filters a table a RIGHT or FULL OUTER join keeps every row of, and merged "
+            "it filters a table a FULL OUTER join (or a RIGHT JOIN beside other joins) keeps "
+            "every row of, and merged "
             "its filter would change which rows the join keeps"
         )
     return "it is not only a projection and filter of its tables"

@@ -36,17 +36,18 @@ class RefreshMethod(Word):
     COMPLETE = "complete"  # always rebuild
 
     @classmethod
-    def parse(cls, value: object, *, where: str) -> RefreshMethod:
+    def parse(cls, value: object, *, where: str, argument: str = "refresh_method") -> RefreshMethod:
         """``value`` as a method (case-insensitive; Oracle's letters too), or an error
-        naming ``where`` it was given."""
+        naming ``where`` it was given, as the config or argument ``argument``."""
         text = str(value).strip().lower()
         try:
             return cls({"?": "force", "f": "fast", "c": "complete"}.get(text, text))
         except ValueError:
+            fix = "refresh_method='force'" if argument == "refresh_method" else f"{argument}: force"
             raise FastRefreshError(
-                f"{where}: refresh_method must be 'force', 'fast' or 'complete' (or Oracle's "
-                f"'?', 'f', 'c'), got {value!r}. Fix: refresh_method='force' (fast when "
-                "possible, else complete, saying why)."
+                f"{where}: {argument} must be 'force', 'fast' or 'complete' (or Oracle's "
+                f"'?', 'f', 'c'), got {value!r}. Fix: {fix} (fast when possible, else "
+                "complete, saying why)."
             ) from None
 
 
