@@ -20,7 +20,7 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
-from dbt.adapters.fastrefresh.engine import dbt_views, inspection, refresh
+from dbt.adapters.fastrefresh.engine import dbt_views, inspection, refresh, seeds
 from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
 from dbt.adapters.fastrefresh.engine.upstream import project_relations, upstream_of
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -355,6 +355,26 @@ class FastrefreshAdapter(SparkAdapter):
         release (``engine/dbt_views.py``): a metastore read on the Java path, else one
         ``SHOW TBLPROPERTIES``."""
         return dbt_views.unchanged(self._env(), TableName.parse(relation), create_sql)
+
+    @available.parse(lambda *args, **kwargs: False)
+    def fr_seed_keeps_table(self, relation: BaseRelation, columns: Any) -> bool:
+        """Whether ``dbt seed`` keeps the seed's table ``relation`` and replaces its rows in
+        one commit (``engine/seeds.py``): it has a materialized view log and the CSV's
+        ``columns`` ([name, type], ...) are its own. Remembered for ``fr_seed_replacing``."""
+        keep = seeds.keeps_table(self._env(), TableName.parse(relation), columns)
+        if keep:
+            self.__dict__.setdefault("_seeds_kept", set()).add(str(TableName.parse(relation)))
+        return keep
+
+    @available.parse(lambda *args, **kwargs: False)
+    def fr_seed_replacing(self, relation: BaseRelation) -> bool:
+        """Whether this ``dbt seed`` of ``relation`` kept its table (``fr_seed_keeps_table``),
+        so its rows are loaded replacing the table's; asked once per seed."""
+        name, kept = str(TableName.parse(relation)), self.__dict__.get("_seeds_kept", set())
+        if name not in kept:
+            return False
+        kept.discard(name)
+        return True
 
     @available.parse(lambda *args, **kwargs: False)
     def fr_views_replace_in_place(self) -> bool:

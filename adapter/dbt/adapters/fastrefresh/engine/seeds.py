@@ -1,0 +1,38 @@
+"""``dbt seed`` of a table that has a materialized view log.
+
+dbt-spark's seed drops the table and creates it again on every ``dbt seed``
+(``spark__reset_csv_table``). A log cannot read changes across a new table, so the models
+over a seed would rebuild completely after each ``dbt seed``, and under
+``refresh_method='fast'`` fail. When the seed's table has a log and the CSV gives it the
+same columns (names and types, in order), the adapter keeps the table and replaces its
+rows in one commit (``INSERT INTO ... REPLACE WHERE TRUE``, the package's
+``fastrefresh__load_csv_rows``): capture reads that commit's removed and added rows, the
+rows the CSV kept cancel out, and the log records only the rows that changed, so the
+models over the seed refresh fast. A seed whose columns changed, ``--full-refresh``, or a
+seed without a log is dropped and created as dbt-spark does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dbt.adapters.fastrefresh.mlog.ddl import load_log
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.sqltext import TableName
+
+
+def keeps_table(env: Env, table: TableName, columns: Sequence[Sequence[str]]) -> bool:
+    """Whether ``dbt seed`` keeps ``table`` and replaces its rows: it is an Iceberg table
+    with a log, whose columns are ``columns`` ((name, type) as the seed creates them)."""
+    meta = env.tables.load(table, fresh=True)
+    if meta is None or not meta.iceberg:
+        return False
+    wanted = [(str(n).lower(), _type(str(t))) for n, t in columns]
+    if [(c.name.lower(), _type(c.type)) for c in meta.columns] != wanted:
+        return False
+    return load_log(env, table, columns=False) is not None
+
+
+def _type(text: str) -> str:
+    """A column type as Spark writes it (``DECIMAL(10, 2)`` -> ``decimal(10,2)``)."""
+    return "".join(text.lower().split())

@@ -1,0 +1,130 @@
+"""`dbt seed` under fast_refresh models: the seed's table is kept and its rows replaced in
+one commit, so the log records only the rows the CSV changed and the models over the seed
+refresh fast (dbt-spark drops and creates a seed's table on every `dbt seed`, which
+started its log anew: every model over it rebuilt, and under 'fast' failed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
+
+from tests.functional.dbt_project import FastRefreshProject
+
+SEED = "id,name\n1,north\n2,south\n3,east\n4,west\n"
+CHANGED = "id,name\n1,north\n2,SOUTH\n3,east\n5,centre\n"  # 2 renamed, 4 gone, 5 new
+
+MODELS = {
+    "sources.yml": """
+version: 2
+sources:
+  - name: shop
+    schema: "{{ target.schema }}"
+    tables:
+      - name: orders
+""",
+    "by_region.sql": """
+{{ config(materialized='fast_refresh', refresh_method='fast') }}
+select r.name, count(*) as n, sum(o.amount) as total
+from {{ source('shop', 'orders') }} o join {{ ref('regions') }} r on o.region_id = r.id
+group by r.name
+""",
+    # A table model over the seed, and a model over it: dbt replaces the table each run.
+    "regions_table.sql": """
+{{ config(materialized='table', file_format='iceberg') }}
+select id, name from {{ ref('regions') }}
+""",
+    "over_table.sql": """
+{{ config(materialized='fast_refresh') }}
+select id, name from {{ ref('regions_table') }}
+""",
+    "region_names.sql": """
+{{ config(materialized='fast_refresh', refresh_method='fast') }}
+select id, upper(name) as name from {{ ref('regions') }}
+""",
+}
+QUERIES = {
+    "by_region": (
+        "select r.name, count(*) as n, sum(o.amount) as total from {s}.orders o "
+        "join {s}.regions r on o.region_id = r.id group by r.name"
+    ),
+    "region_names": "select id, upper(name) as name from {s}.regions",
+}
+
+
+class TestSeeds(FastRefreshProject):
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"regions.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return MODELS
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        return {
+            "seeds": {
+                "+file_format": "iceberg",
+                "test": {
+                    "regions": {
+                        "+mview_log": {"key": ["id"]},
+                        # an empty CSV infers no types: these keep the table's
+                        "+column_types": {"id": "bigint", "name": "string"},
+                    }
+                },
+            }
+        }
+
+    def same(self, project: Any, name: str) -> None:
+        s = project.test_schema
+        view = self.rows(project, f"select * from {s}.{name}")
+        query = self.rows(project, QUERIES[name].format(s=s))
+        assert sorted(view, key=repr) == sorted(query, key=repr), name
+
+    def test_a_seed_changed_refreshes_the_models_over_it_fast(self, ready: Any) -> None:
+        project, s = ready, ready.test_schema
+        project.run_sql(
+            f"create table {s}.orders (id bigint not null, region_id bigint, amount int) "
+            "using iceberg"
+        )
+        project.run_sql(f"alter table {s}.orders set identifier fields id")
+        project.run_sql(
+            f"insert into {s}.orders values (1, 1, 10), (2, 2, 20), (3, 2, 5), (4, 4, 7), (5, 5, 1)"
+        )
+        run_dbt(["seed"])
+        _, out = run_dbt_and_capture(["run"])
+        for name in ("by_region", "region_names", "over_table"):
+            assert f"COMPLETE refresh of {s}.{name}: first build" in out, out
+        # The CSV changed: one row renamed, one gone, one new.
+        write_file(CHANGED, project.project_root, "seeds", "regions.csv")
+        run_dbt(["seed"])
+        project.run_sql(f"insert into {s}.orders values (6, 3, 2)")
+        _, out = run_dbt_and_capture(["run"])
+        assert f"FAST refresh of {s}.region_names: 4 log row(s)" in out, out
+        assert f"FAST refresh of {s}.by_region" in out, out
+        assert f"{s}.regions_table is a dbt `table` model, which every run replaces" in out, out
+        for name in QUERIES:
+            self.same(project, name)
+        # The same CSV again: the seed's commit changes no row, and the log records none.
+        run_dbt(["seed"])
+        _, out = run_dbt_and_capture(["run", "-s", "region_names"])
+        assert f"FAST refresh of {s}.region_names: 0 log row(s)" in out or ("no changes" in out), (
+            out
+        )
+        # Every row gone (the CSV's header alone): deleted in one commit, and FAST.
+        write_file("id,name\n", project.project_root, "seeds", "regions.csv")
+        run_dbt(["seed"])
+        _, out = run_dbt_and_capture(["run", "-s", "region_names"])
+        assert f"FAST refresh of {s}.region_names: 4 log row(s)" in out, out
+        assert self.rows(project, f"select * from {s}.region_names") == []
+        write_file(CHANGED, project.project_root, "seeds", "regions.csv")
+        # --full-refresh drops and creates the seed's table as dbt-spark does: the log
+        # starts anew, and a 'fast' model over it fails, saying why.
+        run_dbt(["seed", "--full-refresh"])
+        _, out = run_dbt_and_capture(["run", "-s", "region_names"], expect_pass=False)
+        assert f"{s}.regions is a dbt seed, which `dbt seed` drops and creates again" in out, out
+        _, out = run_dbt_and_capture(["run", "--full-refresh"])
+        for name in QUERIES:
+            self.same(project, name)
