@@ -144,6 +144,18 @@ def test_a_log_made_for_a_dbt_node_is_made_again_when_its_master_gains_columns(
     assert f"again: {s}.raw gained column(s) q since its log was created" in said[1], said
     spark.sql(f"UPDATE {s}.raw SET w = w + 1, q = 4 WHERE id = 2")
     assert run(f"SELECT id, v, w, q FROM {s}.raw", wide[1]) == fast
+    # The upstream model renames an output: its rebuilt table no longer has the column
+    # its log records, and that log recorded nothing: the downstream model rebuilt on
+    # every run, --full-refresh or not. The log is created again.
+    renamed = (f"SELECT id, v AS v2, w FROM {s}.raw", f"SELECT id, v2 FROM {s}.up WHERE w > 0")
+    said = run(*renamed)
+    assert (
+        f"again: column(s) v of {s}.up__fr_data were dropped or renamed since its log "
+        f"{s}.mlog__up__fr_data was created" in said[-1]
+    ), said
+    for _ in range(2):
+        spark.sql(f"UPDATE {s}.raw SET v = v + 1 WHERE id = 2")
+        assert run(*renamed) == fast
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])

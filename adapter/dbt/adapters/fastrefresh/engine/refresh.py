@@ -657,23 +657,39 @@ class _Refresh:
     def _with_new_columns(
         self, master: MasterState, up: Upstream, loaded: list[MasterState]
     ) -> MasterState:
-        """``master``, its log created again with the same options when the master gained
-        columns since the log was created and this view's query reads one (a log records
-        the columns its master had then, so the view would rebuild on every run). Only for
-        a log of every master column or of the key alone, on a dbt node the model reads.
-        Every view on the log rebuilds once. A column no view reads leaves the log as it
-        is, and views that do not read it refresh fast. A log in use by another refresh of
-        this process is left for the next run."""
+        """``master``, its log created again with the same options when it no longer fits
+        its table, or would make this view rebuild on every run. Only for a log of every
+        master column or of the key alone, on a dbt node the model reads:
+
+        - the master gained columns since the log was created and this view's query reads
+          one (a log records the columns its master had then). A column no view reads
+          leaves the log as it is, and views that do not read it refresh fast;
+        - columns it records were dropped, renamed or changed type (an upstream model's
+          output renamed, say), while its key's columns are still there: such a log
+          records nothing (``log_mismatch``), and every view on it would rebuild on every
+          run, ``--full-refresh`` or not.
+
+        Every view on the log rebuilds once. A log in use by another refresh of this
+        process is left for the next run."""
         log = master.log
         assert log is not None
         config = log.config
-        added = [c.name for c in master.meta.columns if c.name not in config.master_columns]
-        if not added or log_mismatch(log, master.meta) is not None:
-            return master
-        plan = plan_of(self.env, self.sql, loaded)
-        read = {c.lower() for c in plan.columns_read_of(master.name)} if plan.supported else set()
-        if not read & {c.lower() for c in added}:
-            return master
+        mismatch = log_mismatch(log, master.meta)
+        if mismatch is None:
+            added = [c.name for c in master.meta.columns if c.name not in config.master_columns]
+            if not added:
+                return master
+            plan = plan_of(self.env, self.sql, loaded)
+            read = (
+                {c.lower() for c in plan.columns_read_of(master.name)} if plan.supported else set()
+            )
+            if not read & {c.lower() for c in added}:
+                return master
+            why = f"{master.name} gained column(s) {', '.join(added)} since its log was created"
+        else:
+            why = mismatch
+            if not set(config.key_columns) <= {c.name for c in master.meta.columns}:
+                return master  # its key is gone: the log's error names the fix
         logged = set(config.key_columns) | set(config.logged_columns)
         everything = logged == set(config.master_columns)
         if not everything and config.logged_columns:  # a log of chosen columns stays
@@ -687,10 +703,7 @@ class _Refresh:
             columns=None if everything else [], commit_scn=config.commit_scn,
             purge=config.purge.value, if_not_exists=True,
         )  # fmt: skip
-        self.logs_created.append(
-            f"{said} (again: {master.name} gained column(s) {', '.join(added)} since its "
-            f"log was created; for the models that read {up.node})"
-        )
+        self.logs_created.append(f"{said} (again: {why}; for the models that read {up.node})")
         return MasterState(master.meta, load_log(self.env, master.name, read=master.meta))
 
     def _schema_change(self, reason: Reason, record: ViewRecord, plan: ViewPlan) -> Reason:
