@@ -8,7 +8,9 @@ same columns (names and types, in order), the adapter keeps the table and replac
 rows in one commit (``INSERT INTO ... REPLACE WHERE TRUE``, the package's
 ``fastrefresh__load_csv_rows``): capture reads that commit's removed and added rows, the
 rows the CSV kept cancel out, and the log records only the rows that changed, so the
-models over the seed refresh fast. A seed whose columns changed, ``--full-refresh``, or a
+models over the seed refresh fast (dbt loads 10,000 rows a statement: a larger CSV's later
+batches are plain appends, their rows logged as removed by the first commit and added
+again). A seed whose columns changed, ``--full-refresh``, or a
 seed without a log is dropped and created as dbt-spark does.
 """
 
