@@ -361,9 +361,10 @@ class FastrefreshAdapter(SparkAdapter):
         """Whether ``dbt seed`` keeps the seed's table ``relation`` and replaces its rows in
         one commit (``engine/seeds.py``): it has a materialized view log and the CSV's
         ``columns`` ([name, type], ...) are its own. Remembered for ``fr_seed_replacing``."""
-        keep = seeds.keeps_table(self._env(), TableName.parse(relation), columns)
+        name = TableName.parse(relation)
+        keep = seeds.keeps_table(self._env(), name, columns)
         if keep:
-            self.__dict__.setdefault("_seeds_kept", set()).add(str(TableName.parse(relation)))
+            self.__dict__.setdefault("_seeds_kept", set()).add(str(name))
         return keep
 
     @available.parse(lambda *args, **kwargs: False)

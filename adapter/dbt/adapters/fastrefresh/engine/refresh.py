@@ -765,7 +765,6 @@ class _Refresh:
                 log = load_log(self.env, master, columns=False)
                 if log is not None and not log.state.users:
                     drop_mview_log(self.env, master)
-                    self.logs_created = [c for c in self.logs_created if str(master) not in c]
             except Exception as exc:  # the refresh's own error is the one to report
                 logger.warning(
                     f"the log on {master}, created by a failed refresh of "

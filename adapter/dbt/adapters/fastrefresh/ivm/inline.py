@@ -244,16 +244,10 @@ def _is_inner(join: exp.Join) -> bool:
 
 
 def _move_filter(side: exp.Expr, join: exp.Join) -> None:
-    inner = side.this if isinstance(side, exp.Subquery) else None
     on = join.args.get("on")
-    if (
-        not isinstance(inner, exp.Select)
-        or on is None
-        or inner.args.get("where") is None
-        or inner.args.get("joins")
-        or _computes(inner)
-    ):
+    if on is None or not _filtered(side):
         return
+    inner = side.this
     # Parenthesized: merging puts it in place of a column, as an operand of the AND.
     condition = exp.Paren(this=inner.args["where"].this.pop())
     inner.set("where", None)
