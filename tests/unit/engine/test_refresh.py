@@ -315,3 +315,28 @@ def test_a_table_spark_cannot_find_is_named_when_the_query_reads_it() -> None:
     assert _missing_read(Exception(said.replace("`u`", "`other`")), sql) is None
     assert _missing_read(Exception("The table or view t cannot be found"), sql) is None
     assert _missing_read(Exception("another error"), sql) is None
+
+
+def test_a_rows_error_is_told_from_the_statements_and_the_clusters() -> None:
+    from dbt.adapters.fastrefresh.engine.refresh import _row_error
+
+    task = (
+        "An error occurred while calling o69.sql.\n: org.apache.spark.SparkException: Job "
+        "aborted due to stage failure: Task 1 in stage 38.0 failed 1 times, most recent "
+        "failure: Lost task 1.0 (TID 35) (host executor driver): {}\n\tat org.apache..."
+    )
+    divide = "org.apache.spark.SparkArithmeticException: [DIVIDE_BY_ZERO] Division by zero."
+    assert _row_error(task.format(divide)) == "[DIVIDE_BY_ZERO] Division by zero"
+    spark4 = "[USER_RAISED_EXCEPTION] negative i SQLSTATE: P0001"
+    assert _row_error(task.format(spark4)) == "[USER_RAISED_EXCEPTION] negative i"
+    # raise_error / assert_true in Spark 3.5: a plain RuntimeException, the user's words.
+    assert _row_error(task.format("java.lang.RuntimeException: 'x > 0' is not true!")) == (
+        "raise_error/assert_true said ''x > 0' is not true!'"
+    )
+    # A subclass class names itself; the cluster's and the statement's errors are no row's.
+    assert _row_error(task.format("[CAST_INVALID_INPUT] The value 'a' ...")) is not None
+    assert _row_error(task.format("java.io.FileNotFoundException: s3://b/f.parquet")) is None
+    assert _row_error(task.format("org.apache.spark.SparkRuntimeException: [MERGE_CARDINALITY_VIOLATION] x")) is None  # fmt: skip
+    assert _row_error("[DIVIDE_BY_ZERO] Division by zero. (while constant folding)") is None
+    long = _row_error(task.format(divide + " " + "x" * 400))
+    assert long is not None and len(long) == 300 and long.endswith("...")

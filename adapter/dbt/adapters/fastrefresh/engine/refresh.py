@@ -535,6 +535,45 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LINE = re.compile(r"(\bline )(\d+)")
 
 
+# What Spark raises evaluating an expression over a row's values (not over the query's
+# text, or the cluster's state): its error classes of SQLSTATE class 22, data exceptions
+# (Spark 3.5's error-classes.json; those of streaming sources and of analysis left out), a
+# map's duplicate or NULL key, and raise_error / assert_true: a plain RuntimeException in
+# Spark 3.5 ([USER_RAISED_EXCEPTION] from Spark 4.0), whose message is the user's.
+ROW_ERROR_CLASSES = frozenset({
+    "ARITHMETIC_OVERFLOW", "BINARY_ARITHMETIC_OVERFLOW", "CANNOT_DECODE_URL",
+    "CANNOT_PARSE_DECIMAL", "CANNOT_PARSE_JSON_FIELD", "CANNOT_PARSE_TIMESTAMP",
+    "CAST_INVALID_INPUT", "CAST_OVERFLOW", "CONVERSION_INVALID_INPUT", "DATETIME_OVERFLOW",
+    "DIVIDE_BY_ZERO", "DUPLICATED_MAP_KEY", "FAILED_PARSE_STRUCT_TYPE",
+    "INTERVAL_ARITHMETIC_OVERFLOW", "INTERVAL_DIVIDED_BY_ZERO", "INVALID_ARRAY_INDEX",
+    "INVALID_ARRAY_INDEX_IN_ELEMENT_AT", "INVALID_BITMAP_POSITION",
+    "INVALID_FRACTION_OF_SECOND", "INVALID_INDEX_OF_ZERO", "INVALID_JSON_ROOT_FIELD",
+    "INVALID_PARAMETER_VALUE", "MALFORMED_RECORD_IN_PARSING", "MAP_KEY_DOES_NOT_EXIST",
+    "NULL_MAP_KEY", "NUMERIC_OUT_OF_SUPPORTED_RANGE", "NUMERIC_VALUE_OUT_OF_RANGE",
+    "USER_RAISED_EXCEPTION",
+})  # fmt: skip
+_CLASSES = "|".join(sorted(ROW_ERROR_CLASSES))
+_ROW_ERROR = re.compile(
+    rf"\[((?:{_CLASSES})(?:\.[A-Z0-9_]+)?)\] ?([^\n]*)|java\.lang\.RuntimeException: ([^\n]*)"
+)
+
+
+def _row_error(message: str) -> str | None:
+    """What a statement's error says a row's value raised (``ROW_ERROR_CLASSES``), as
+    ``[CLASS] text``; None: another error. Only errors of a Spark task count (``Job
+    aborted``): a class raised while Spark analyzed or planned the statement is no row's."""
+    if "Job aborted" not in message:
+        return None
+    match = _ROW_ERROR.search(_ANSI.sub("", message))
+    if match is None:
+        return None
+    if match[1] is not None:
+        said = f"[{match[1]}] {match[2].split(' SQLSTATE:', 1)[0].strip().rstrip('.')}"
+    else:
+        said = f"raise_error/assert_true said '{match[3].strip()}'"
+    return said if len(said) <= 300 else said[:297] + "..."
+
+
 def _refreshed_empty(view: TableName) -> FastRefreshError:
     """refresh_mviews of a view ``dbt run --empty`` built: its stored definition is the
     one dbt limited to no rows."""
@@ -1011,24 +1050,38 @@ class _Refresh:
         record: ViewRecord | None,
         **state: Any,
     ) -> Reason | None:
-        """``_apply``; when its fast statement stopped because a NaN or an infinity left
-        a floating-point sum (``NON_FINITE_LEFT``: it committed nothing), a complete
-        refresh under ``force``, an error naming the fix under ``fast``. Returns why the
-        refresh was complete (None: it was fast)."""
+        """``_apply``; when its fast statement stopped before it committed, because a NaN
+        or an infinity left a floating-point sum (``NON_FINITE_LEFT``) or because the
+        query's expressions raised over a changed row (``_row_error``), a complete refresh
+        under ``force``, an error naming the fix under ``fast``. Returns why the refresh
+        was complete (None: it was fast)."""
         try:
             self._apply(reason, plan, record, **state)
             return reason
         except Exception as exc:
-            message = str(exc)
-            if reason is not None or NON_FINITE_LEFT not in message:
+            if reason is not None:
                 raise
-        start = message.index(NON_FINITE_LEFT) + len(NON_FINITE_LEFT)
-        argument = message[start:].split(NON_FINITE_FIX, 1)[0].split("\n", 1)[0].strip()
-        reason = Reason(
-            ReasonCode.NON_FINITE_LEFT,
-            f"a NaN or an infinity left the floating-point SUM/AVG of {argument}, which "
-            "cannot subtract it (NaN - NaN and Infinity - Infinity are NaN)",
-        )
+            message = str(exc)
+            if NON_FINITE_LEFT in message:
+                start = message.index(NON_FINITE_LEFT) + len(NON_FINITE_LEFT)
+                argument = message[start:].split(NON_FINITE_FIX, 1)[0].split("\n", 1)[0]
+                reason = Reason(
+                    ReasonCode.NON_FINITE_LEFT,
+                    f"a NaN or an infinity left the floating-point SUM/AVG of "
+                    f"{argument.strip()}, which cannot subtract it (NaN - NaN and Infinity "
+                    "- Infinity are NaN)",
+                )
+            elif (raised := _row_error(message)) is not None:
+                reason = Reason(
+                    ReasonCode.DELTA_RAISED,
+                    "the query raised an error over a row that changed since the last "
+                    f"refresh, {raised}; a fast refresh evaluates the query over the changed "
+                    "rows' old and new images (a row inserted and deleted since among them), "
+                    "a complete refresh over the current rows only",
+                )
+            else:
+                raise
+        logger.debug(f"the fast refresh of {self.view} stopped: {reason}")
         if self.method is RefreshMethod.FAST:
             self.failed_because = reason  # the registry shows the view UNUSABLE
             raise self._not_possible(reason)

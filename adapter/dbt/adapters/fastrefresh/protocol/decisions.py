@@ -82,6 +82,7 @@ class ReasonCode(str, enum.Enum):
     HISTORY_GONE = "history_gone"
     RANGE_TOO_LARGE = "range_too_large"
     NON_FINITE_LEFT = "non_finite_left"
+    DELTA_RAISED = "delta_raised"
 
 
 EXPECTED = frozenset(
