@@ -21,7 +21,7 @@ select
     v.last_refresh_time,
     case
         when v.staleness in ('UNUSABLE', 'NEEDS_COMPILE') then v.staleness
-        when p.mview is null or p.log_younger = 1 then 'UNUSABLE'
+        when p.log_younger = 1 then 'UNUSABLE'
         when p.pending_log_rows > 0 then 'STALE'
         else v.staleness
     end as staleness,

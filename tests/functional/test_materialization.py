@@ -551,6 +551,11 @@ class TestNonFiniteSumThroughDbt(FastRefreshProject):
         return {
             "mv_sum_force.sql": model(sql),
             "mv_sum_fast.sql": model(sql, refresh_method="fast"),
+            # A table that is no dbt node gets no log: a view on no log.
+            "mv_nolog.sql": model(
+                "select count(*) as n from {{ target.schema }}.t_plain",
+                refresh_method="complete",
+            ),
             "schema.yml": "version: 2\nmodels:\n  - name: mv_sum_force\n    data_tests: [fast_refresh.equals_query]\n",
         }
 
@@ -562,6 +567,8 @@ class TestNonFiniteSumThroughDbt(FastRefreshProject):
         project.run_sql(f"alter table {s}.t_nf set identifier fields k")
         project.run_sql(f"insert into {s}.t_nf values (1, 'a', 1.5), (2, 'b', 2.0)")
         op("create_mview_log", master=f"{s}.t_nf")
+        project.run_sql(f"create table {s}.t_plain (k int) using iceberg")
+        project.run_sql(f"insert into {s}.t_plain values (1), (2)")
         run_dbt(["run"])
         project.run_sql(f"insert into {s}.t_nf values (3, 'a', double('NaN'))")
         _, out = run_dbt_and_capture(["run"])
@@ -579,3 +586,17 @@ class TestNonFiniteSumThroughDbt(FastRefreshProject):
         assert self.rows(project, f"select g, sd, n from {s}.mv_sum_force order by g") == [
             ("a", 1.5, 1), ("b", 2.0, 1),
         ]  # fmt: skip
+        # A view on no log was UNUSABLE in the `fast_refresh_mviews` model, FRESH in the
+        # registry's `mviews`; a view whose log was dropped is UNUSABLE in both.
+        registry = dict(self.rows(project, f"select mview, staleness from {s}_reg.mviews"))
+        assert registry[f"{s}.mv_nolog"] == "FRESH"
+        assert self.staleness(project)["mv_nolog"] == "FRESH"
+        assert self.staleness(project)["mv_sum_force"] == "FRESH"
+        op("drop_mview_log", master=f"{s}.t_nf")
+        assert self.staleness(project)["mv_sum_force"] == "UNUSABLE"
+        registry = dict(self.rows(project, f"select mview, staleness from {s}_reg.mviews"))
+        assert registry[f"{s}.mv_sum_force"] == "UNUSABLE"
+        # Its next run rebuilds it, on no log now (t_nf is no dbt node): FRESH again.
+        _, out = run_dbt_and_capture(["run", "-s", "mv_sum_force"])
+        assert "COMPLETE refresh" in out and "has no materialized view log" in out, out
+        assert self.staleness(project)["mv_sum_force"] == "FRESH"

@@ -32,7 +32,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import usability_problem
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
 from dbt.adapters.fastrefresh.protocol.decisions import RefreshMethod, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.sqltext import TableName, storage_of
+from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, storage_of
 
 
 def registered(env: Env, view: TableName) -> ViewRecord:
@@ -79,6 +79,11 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
     pending = []
     for m in masters:
         if m.log is None:
+            if str(log_table_for(m.name)) in state.positions:
+                return Staleness.UNUSABLE, (
+                    f"the log on {m.name} was dropped after the view's last refresh: its "
+                    "next refresh is complete"
+                )
             if m.meta.current_snapshot != state.master_snapshots.get(str(m.name)):
                 pending.append(f"{m.name} changed (no log: the next refresh is complete)")
             continue
