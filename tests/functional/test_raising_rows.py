@@ -46,10 +46,12 @@ RAISES = {
 }
 
 
-@pytest.mark.parametrize("path", ["java", "sql"])
 def test_a_row_that_raised_between_two_refreshes_rebuilds_under_force_and_fails_under_fast(
-    spark: Any, path: str
+    spark: Any,
 ) -> None:
+    # What the delta raises, and what the refresh does then, are the same on both metadata
+    # paths (checked when this was written): the SQL path's alone.
+    path = "sql"
     schema = f"raising_rows_{path}"
     master, dim = f"{schema}.m", f"{schema}.dim"
     spark.sql(f"CREATE SCHEMA {schema}")
