@@ -5,7 +5,8 @@
   schema of the project's fast_refresh models without being one (a model removed or
   renamed; var fast_refresh_release_removed_models: false keeps them). Run-operations of the package publish by
   themselves; this one is for scripts that drive the adapter otherwise.
-  Usable from `dbt run-operation fast_refresh.publish_registry` and from hooks.
+  Usable from `dbt run-operation fast_refresh.publish_registry` and from hooks (a hook
+  of a command that writes nothing, `fast_refresh._read_only`, does nothing).
 -#}
 {% macro publish_registry() %}
   {{ return(adapter.dispatch('publish_registry', 'fast_refresh')()) }}
@@ -16,7 +17,7 @@
 {% endmacro %}
 
 {% macro fastrefresh__publish_registry() %}
-  {% if execute %}
+  {% if execute and not fast_refresh._read_only() %}
     {%- set message = adapter.fr_publish_registry(
           graph=graph, release_removed=var('fast_refresh_release_removed_models', true)) -%}
     {%- for line in message.split('\n') -%}
