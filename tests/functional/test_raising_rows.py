@@ -94,6 +94,15 @@ def test_a_row_that_raised_between_two_refreshes_rebuilds_under_force_and_fails_
     with pytest.raises(FastRefreshError) as failed:
         run(fast_only)
     message = str(failed.value)
+    # The task's error reaches the caller, stack trace and all; the executor and the
+    # scheduler no longer print it to stderr as well, as ERROR lines of their own (the
+    # session's log4j2.properties; the JVM's stderr is not this process's to capture).
+    manager = spark._jvm.org.apache.logging.log4j.LogManager
+    for logger in (
+        "org.apache.spark.executor.Executor",
+        "org.apache.spark.scheduler.TaskSetManager",
+    ):
+        assert str(manager.getLogger(logger).getLevel()) == "FATAL", logger
     assert f"Fast refresh of {fast_only} is not possible" in message
     assert "[INVALID_INDEX_OF_ZERO]" in message
     assert "a complete refresh over the current rows only" in message
