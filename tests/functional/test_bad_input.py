@@ -428,6 +428,12 @@ def test_a_first_build_whose_query_does_not_run_names_it_and_leaves_no_log(
             "line 1 pos 14",
         ),
         (f"SELECT k FROM {schema}.src\nWHERE k >", "PARSE_SYNTAX_ERROR", "line 2, pos 9"),
+        # A query may output one name twice; the view's table cannot hold both.
+        (
+            f"SELECT k, k, sum(x) AS s FROM {schema}.src GROUP BY k, k",
+            "COLUMN_ALREADY_EXISTS",
+            "outputs two columns named `k`, which a table cannot hold; alias one of them",
+        ),
     ]:
         with pytest.raises(FastRefreshError) as info:
             refresh.refresh_view(

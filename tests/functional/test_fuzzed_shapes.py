@@ -5,7 +5,8 @@ A group or partition expression that is itself a condition (``GROUP BY t.bo AND 
 ``PARTITION BY i IS NULL``) was written under the ``<=>`` that picks the groups or
 partitions a change touched without parentheses: ``t.bo AND t.i > 1 <=> g`` reads as
 ``t.bo AND (t.i > 1 <=> g)``, which recomputed the wrong groups and left the view wrong
-without an error, and ``t.i IS NULL <=> g`` did not parse."""
+without an error, and ``t.i IS NULL <=> g`` did not parse. Shapes it found refused
+that can be planned are here too."""
 
 from __future__ import annotations
 
@@ -73,6 +74,14 @@ CONSTANTS = {
     ),
     # Positions are read as the outputs they name (sqlglot's qualification), as Spark does.
     "group_by_position": "SELECT s, count(*) AS c FROM {t1} GROUP BY 1",
+    # A repeated group expression (refused: "a GROUP BY expression is repeated") groups
+    # once; each output of it is that group.
+    "group_by_repeated": "SELECT s, s AS s2, count(*) AS c FROM {t1} GROUP BY s, s",
+    "distinct_repeated": "SELECT DISTINCT a.s, a.s AS s2, a.i FROM {t3} a",
+    "join_group_by_repeated": (
+        "SELECT b.s, b.s AS s2, sum(a.i) AS t FROM {t3} a JOIN {t1} b ON a.s = b.s "
+        "GROUP BY b.s, b.s"
+    ),
 }
 
 

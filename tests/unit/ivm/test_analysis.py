@@ -872,3 +872,33 @@ def test_outputs_that_stay_null_on_an_outer_joins_null_rows_are_merged() -> None
 )
 def test_a_parenthesized_condition_is_read_through_its_parentheses(sql: str) -> None:
     assert plan(sql).supported, plan(sql).reason
+
+
+def test_a_repeated_group_expression_groups_once_and_its_outputs_copy_it() -> None:
+    twice = plan("select status, status as s2, count(*) n from shop.orders group by status, status")
+    assert twice.shape == "aggregate" and twice.groups == ("orders.status",)
+    assert [o.group for o in twice.outputs[:2]] == [0, None]
+    assert twice.outputs[1].template is not None and twice.outputs[1].template.sql() == ":g0"
+    distinct = plan("select distinct status, status as s2 from shop.orders")
+    assert distinct.shape == "aggregate" and distinct.groups == ("orders.status",)
+
+
+def test_a_union_branchs_refusals_name_what_to_change() -> None:
+    # A later branch's names only need to differ: the union's are the first branch's.
+    same = plan(
+        "select order_id, status, amount from shop.orders union all "
+        "select order_id, amount as a, amount as a from shop.orders"
+    )
+    assert same.shape == "unsupported" and (
+        "branch 2 of the UNION ALL outputs a more than once; alias its columns as the first "
+        "branch names them (order_id, status, amount)"
+    ) in (same.reason or "")
+    # A join of a key-less table in a branch is no aggregate the user wrote.
+    bag = plan(
+        "select o.order_id, c.region from shop.orders o join shop.customers c "
+        "on o.customer_id = c.customer_id union all select order_id, status from shop.orders",
+        {M: ["order_id"]},
+    )
+    assert bag.shape == "unsupported" and (
+        "branch 1 of the UNION ALL joins shop.customers, whose log is key-less"
+    ) in (bag.reason or ""), bag.reason

@@ -533,6 +533,7 @@ def _missing_read(exc: BaseException, sql: str) -> TableName | None:
 _ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LINE = re.compile(r"(\bline )(\d+)")
+_TWICE = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column (`[^`]+`) already exists")
 
 
 # What Spark raises evaluating an expression over a row's values (not over the query's
@@ -823,6 +824,12 @@ class _Refresh:
             or not _ERROR_CLASS.search(text)
         ):
             return None
+        twice = _TWICE.search(text)
+        if twice is not None:  # a query may output a name twice, a table not (nor a view)
+            return (
+                f"[COLUMN_ALREADY_EXISTS] it outputs two columns named {twice[1]}, which a "
+                f"table cannot hold; alias one of them ({twice[1]} AS another_name)."
+            )
         try:  # the query from a line of its own: Spark's positions are the query's
             self.env.sql.query(f"DESCRIBE QUERY\n{self.sql}")
         except Exception as own:

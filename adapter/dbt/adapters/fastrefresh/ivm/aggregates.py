@@ -186,9 +186,9 @@ def _groups(qualified: exp.Select) -> list[exp.Expression]:
         groups = [s.unalias() for s in selects]
     else:
         groups = []
-    if len(set(groups)) != len(groups):
-        raise Refused("a GROUP BY expression is repeated")
-    return groups
+    # A repeated group expression (GROUP BY g, g; SELECT DISTINCT g, g AS g2) groups by
+    # nothing more: one group each, its outputs all read it.
+    return list(dict.fromkeys(groups))
 
 
 def _aggregate_outputs(
@@ -198,11 +198,16 @@ def _aggregate_outputs(
     and group expressions, kept as a template (``Output.template``)."""
     outputs = []
     calls = 0  # aggregate calls of the outputs before this one
+    output_groups: set[int] = set()
     for select in selects:
         name, body = select.alias_or_name, select.unalias()
         assert isinstance(body, exp.Expression)
-        if body in groups:
+        if body in groups and groups.index(body) not in output_groups:
             outputs.append(Output(name, render(body), groups.index(body)))
+            output_groups.add(groups.index(body))
+        elif body in groups:  # a group output again (g, g AS g2): a copy of the first
+            copy = exp.Placeholder(this=f"g{groups.index(body)}")
+            outputs.append(Output(name, render(body), template=copy))
         else:  # over aggregates, group expressions and constants (a union branch's label)
             template, calls = _template(body, groups, calls)
             if body.find(exp.AggFunc) is None and template.find(exp.Column) is not None:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.checks import Refused, check_output_names
-from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX
+from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.ivm.plan import (
     DIALECT,
     Dim,
@@ -100,6 +100,13 @@ def _dims(index: int, plan: ViewPlan) -> list[tuple[TableName, str, tuple, tuple
         whole = tuple(s.unalias().copy() for s in plan.tree.expressions)
         return [(master, plan.alias, whole, tuple(o.name for o in plan.outputs))]
     if plan.shape is Shape.AGGREGATE:
+        if plan.inputs and any(o.name == REPEAT_COLUMN for o in plan.outputs):
+            bags = ", ".join(str(i.master) for i in plan.inputs if not i.key_columns)
+            raise Refused(
+                f"{where} joins {bags or 'a table'}, whose log is key-less (its rows have no "
+                "identity), not fast-refreshable there; create that log with a key "
+                "(create_mview_log with key: [...])"
+            )
         if plan.inputs:
             raise Refused(f"{where} aggregates over a join, not fast-refreshable there")
         return [(plan.masters[0], plan.alias, plan.group_nodes, plan.group_columns)]
@@ -124,7 +131,19 @@ def plan_union(
     """Plan a UNION ALL: each branch by ``plan_branch`` (the planner of a whole query),
     the union's hidden columns, and each branch's dimensions."""
     plans: list[ViewPlan] = []
+    first_names: list[str] = []
     for index, select in enumerate(branches_of(tree)):
+        said = [s.alias_or_name for s in select.expressions if not s.is_star]
+        if index and len({n.lower() for n in said}) < len(said):
+            # The union's columns are the first branch's; a later branch's names only
+            # need to be told apart.
+            twice = sorted({n for n in said if [m.lower() for m in said].count(n.lower()) > 1})
+            raise Refused(
+                f"branch {index + 1} of the UNION ALL outputs {', '.join(twice)} more than "
+                f"once; alias its columns as the first branch names them "
+                f"({', '.join(first_names)})"
+            )
+        first_names = first_names or said
         try:
             plans.append(plan_branch(select.sql(dialect=DIALECT), select))
         except Refused as refused:
