@@ -538,9 +538,10 @@ _TWICE = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column (`[^`]+`) already exi
 
 # What Spark raises evaluating an expression over a row's values (not over the query's
 # text, or the cluster's state): its error classes of SQLSTATE class 22, data exceptions
-# (Spark 3.5's error-classes.json; those of streaming sources and of analysis left out), a
-# map's duplicate or NULL key, and raise_error / assert_true: a plain RuntimeException in
-# Spark 3.5 ([USER_RAISED_EXCEPTION] from Spark 4.0), whose message is the user's.
+# (Spark 3.5's error-classes.json; those of streaming sources and of analysis left out),
+# a map's duplicate key (23505) or missing key (under ANSI mode), and raise_error /
+# assert_true: a plain RuntimeException in Spark 3.5 ([USER_RAISED_EXCEPTION] from Spark
+# 4.0), whose message is the user's.
 ROW_ERROR_CLASSES = frozenset({
     "ARITHMETIC_OVERFLOW", "BINARY_ARITHMETIC_OVERFLOW", "CANNOT_DECODE_URL",
     "CANNOT_PARSE_DECIMAL", "CANNOT_PARSE_JSON_FIELD", "CANNOT_PARSE_TIMESTAMP",
