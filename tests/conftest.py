@@ -139,38 +139,38 @@ def dbt_profile_target(
 
 
 # The default suite's longest tests, in seconds as measured in a `make test` run on 2 cores
-# (2026-11-28), run first under xdist. With `--dist worksteal` each worker takes its half
-# of the collection from the front, and one that runs out steals from the back of the
-# other's queue, so the suite now ends on short tests. In collection order, the last long
+# (2026-12-04, 936 s), run first under xdist. With `--dist worksteal` each worker takes its
+# half of the collection from the front, and one that runs out steals from the back of the
+# other's queue, so the suite ends on short tests. In collection order, the last long
 # tests ran one after another on one worker while the other had nothing left: 136 s idle
-# in a 1,295 s run; sorted, 52 s idle in 1,262 s. A key is a test's id, a class or a
+# in a 1,295 s run; sorted, 52 s idle in 1,262 s (2026-11-28). A key is a test's id, a class or a
 # module (the tests of a class share its dbt project, test_demo.py's share one run of the
 # demo, and a stable sort keeps them together); a stale figure changes only the order,
 # never what runs.
 LONGEST_FIRST = {
-    "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh[scn-sql-sync]": 285,
-    "tests/functional/test_dag.py::TestDagRefreshesFast": 220,
-    "tests/functional/test_oracle.py::test_every_change_kind_reaches_every_view[java-0]": 89,
-    "tests/functional/test_fault_matrix.py::test_every_fault_point_recovers[sql-commit_scn-join]": 86,
-    "tests/functional/test_oracle.py::test_every_change_kind_reaches_every_view[java-1]": 76,
-    "tests/functional/test_demo.py": 75,
-    "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh[ts-java-deferred]": 71,
-    "tests/functional/test_oracle.py::test_every_change_kind_reaches_every_view[java-2]": 67,
-    "tests/functional/test_embedded_session.py::test_a_second_process_loads_the_classes_the_first_archived": 58,
-    "tests/functional/test_crash_safety.py::test_a_refresh_killed_at_a_write_recovers[capture-capture.after_log_append-java]": 56,
-    "tests/functional/test_fault_matrix.py::test_every_fault_point_recovers[java-timestamp-aggregate]": 55,
-    "tests/conformance/test_basic.py::TestSimpleMaterializationsIceberg": 51,
-    "tests/conformance/test_basic.py::TestSnapshotCheckColsIceberg": 41,
-    "tests/functional/test_materialization.py::TestFallbacksAndErrors": 40,
-    "tests/functional/test_upkeep.py::test_own_tables_keep_few_snapshots_and_refreshes_stay_right": 39,
-    "tests/functional/test_materialization.py::TestThreadsFour": 38,
-    "tests/functional/test_materialization.py::TestJoinThroughDbt": 37,
-    "tests/functional/test_materialization.py::TestSeed000ThroughDbt": 34,
-    "tests/functional/test_view_write_modes.py::test_merge_on_read_views_refresh_fast_and_survive_compaction": 32,
-    # Added since, estimated from runs beside other work (2026-11-28).
-    "tests/functional/test_query_shape_edges.py::test_filtered_outer_join_sides_and_group_by_all_equal_their_queries": 45,
-    "tests/functional/test_exact_values.py::test_edge_values_and_aggregates_refresh_to_the_recomputed_values": 45,
-    "tests/functional/test_master_site_seeds.py::test_a_column_added_after_the_log_is_never_missed": 40,
+    "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh[scn-sql-sync]": 167,
+    "tests/functional/test_dag.py::TestDagRefreshesFast": 116,
+    "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh[ts-java-deferred]": 73,
+    "tests/functional/test_join_null_keys.py::test_a_null_key_in_an_outer_join_is_told_from_a_missing_row": 60,
+    "tests/functional/test_oracle.py::test_every_change_kind_reaches_every_view[java-2]": 54,
+    "tests/functional/test_oracle.py::test_every_change_kind_reaches_every_view[java-0]": 50,
+    "tests/functional/test_demo.py": 49,
+    "tests/functional/test_oracle.py::test_every_change_kind_reaches_every_view[java-1]": 41,
+    "tests/functional/test_fault_matrix.py::test_every_fault_point_recovers[sql-commit_scn-join]": 39,
+    "tests/functional/test_crash_safety.py::test_a_refresh_killed_at_a_write_recovers[capture-capture.after_log_append-java]": 36,
+    "tests/functional/test_master_site_seeds.py::test_seed_001_three_views_oldest_youngest_and_purge[java]": 32,
+    "tests/functional/test_embedded_session.py::test_a_second_process_loads_the_classes_the_first_archived": 31,
+    "tests/functional/test_query_shape_edges.py::test_filtered_outer_join_sides_and_group_by_all_equal_their_queries": 29,
+    "tests/functional/test_fault_matrix.py::test_every_fault_point_recovers[java-timestamp-aggregate]": 26,
+    "tests/functional/test_added_columns.py::test_a_log_made_for_a_dbt_node_is_made_again_when_its_master_gains_columns[sql]": 24,
+    "tests/functional/test_materialization.py::TestFallbacksAndErrors": 22,
+    "tests/functional/test_materialization.py::TestNonFiniteSumThroughDbt": 21,
+    "tests/functional/test_raising_rows.py": 20,
+    "tests/functional/test_switching_materializations.py::TestSwitchingMaterializations": 18,
+    "tests/functional/test_materialization.py::TestThreadsFour": 18,
+    "tests/functional/test_master_site_seeds.py::test_the_purges_of_a_round_of_refreshes_read_each_view_once[sql]": 18,
+    "tests/functional/test_fuzzed_shapes.py::test_constant_outputs_and_groups_equal_their_queries": 18,
+    "tests/functional/test_upkeep.py::test_own_tables_keep_few_snapshots_and_refreshes_stay_right": 17,
 }  # fmt: skip
 
 
