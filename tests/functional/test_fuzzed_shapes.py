@@ -18,7 +18,7 @@ from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import env_for, views_follow_rounds
+from tests.functional.sites import env_for, refresh_and_check, views_follow_rounds
 
 CONDITION_GROUPS = {
     "min_by_and": "SELECT t.bo AND t.i > 1 AS g, min(t.i) AS m FROM {t} t GROUP BY t.bo AND t.i > 1",
@@ -149,3 +149,42 @@ def test_a_right_join_keeping_a_filtered_table_equals_its_query(spark: Any) -> N
     ]
     views = {name: sql.format(a=a, b=b) for name, sql in RIGHT_JOINS.items()}
     views_follow_rounds(spark, env, schema, views, rounds)
+
+
+# An aggregate over a join of a table created empty (an Iceberg table without a snapshot):
+# the view's state records no snapshot of it, and every refresh was complete ("the
+# snapshot of ... that the view last reflected is unknown"), though the delta rule reads a
+# table as the view last reflected it only when that table has changes.
+EMPTY_JOINED = {
+    "agg": "SELECT a.i, count(*) AS n, sum(e.k) AS s FROM {a} a JOIN {e} e ON a.i = e.i GROUP BY a.i",
+    "agg_empty_first": (
+        "SELECT e.i, count(*) AS n FROM {e} e JOIN {a} a ON a.i = e.i GROUP BY e.i"
+    ),
+}
+
+
+def test_a_join_aggregate_over_a_table_created_empty_refreshes_fast(spark: Any) -> None:
+    schema = "fuzzed_empty"
+    a, e = f"{schema}.a", f"{schema}.e"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {a} (k BIGINT NOT NULL, i INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {e} (k BIGINT NOT NULL, i INT) USING iceberg")  # no snapshot
+    spark.sql(f"INSERT INTO {a} VALUES (1, 1), (2, 2)")
+    env = env_for(spark, f"{schema}_registry", "java")
+    mlog.create_mview_log(env, a, key=["k"])
+    mlog.create_mview_log(env, e, key=["k"])
+    views = {name: sql.format(a=a, e=e) for name, sql in EMPTY_JOINED.items()}
+    rounds = [[f"INSERT INTO {a} VALUES (3, 3)"], [f"UPDATE {a} SET i = 1 WHERE k = 2"]]
+    views_follow_rounds(spark, env, schema, views, rounds)
+    # The empty table's first rows: as the view last reflected it, it had no snapshot to
+    # time-travel to, so the refresh is complete once, saying so; fast after.
+    spark.sql(f"INSERT INTO {e} VALUES (10, 1), (11, 3)")
+    for name, sql in views.items():
+        result = refresh_and_check(
+            spark, env, TableName(schema, name), sql, exists=True, expect="COMPLETE"
+        )
+        assert "that the view last reflected is unknown" in str(result.reason)
+    spark.sql(f"INSERT INTO {e} VALUES (12, 2)")
+    spark.sql(f"DELETE FROM {a} WHERE k = 1")
+    for name, sql in views.items():
+        refresh_and_check(spark, env, TableName(schema, name), sql, exists=True, expect="FAST")

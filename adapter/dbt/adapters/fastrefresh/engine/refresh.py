@@ -1344,8 +1344,15 @@ def _plan_sources(
 ) -> Reason | None:
     """Where each master's changes come from; a reason when they cannot be had."""
     if plan.over_inner_join:
-        # The delta rule joins each table's changes with the others as they were.
-        unknown = [m.name for m in masters if previous.get(str(m.name)) is None]
+        # The delta rule joins each table's changes with the others as they were: a master
+        # with changes for the view as the view last reflected it, which its state records
+        # (a master without any is read as pinned, ``_old_pins``; a table still without a
+        # snapshot, created empty, has none to record).
+        unknown = [
+            m.name
+            for m in masters
+            if previous.get(str(m.name)) is None and m.name in setups and setups[m.name].pending
+        ]
         if unknown:
             return Reason(
                 ReasonCode.SNAPSHOT_UNKNOWN,
