@@ -224,6 +224,41 @@ def test_a_key_two_rows_share_fails_capture_once_a_change_touches_it(
         capture.capture(env, master)
 
 
+def test_two_rows_a_commit_adds_with_one_key_fail_capture_naming_the_key(spark: Any) -> None:
+    """A commit that only adds rows was captured without comparing their keys: an INSERT
+    of two rows with one key logged both as inserts, and a keyed projection kept one of
+    them, silently. It stops the capture now, as a commit that removes rows does. A NULL
+    key is named too (its message was NULL, and Spark's error said nothing)."""
+    s = "bad_inserted_key"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (k BIGINT, x INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {s}.n (k BIGINT, x INT) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.n VALUES (1, 1), (NULL, 2), (NULL, 3)")  # before the log
+    env = env_for(spark, f"{s}_registry", "sql")
+    for master in ("m", "n"):
+        mlog.create_mview_log(env, f"{s}.{master}", key=["k"])
+    view, sql = TableName(s, "v"), f"SELECT k, x FROM {s}.m"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 1), (2, 2), (2, 3)")
+    spark.sql(f"DELETE FROM {s}.n WHERE k IS NULL")
+    for master, key in (("m", "2"), ("n", "NULL")):
+        (snapshot,) = spark.sql(
+            f"SELECT snapshot_id FROM {s}.{master}.snapshots ORDER BY committed_at DESC LIMIT 1"
+        ).collect()[0]
+        with pytest.raises(
+            Exception,
+            match=rf"master {s}\.{master} has more than one row with key \({key}\) in snapshot "
+            rf"{snapshot}; a keyed log needs a unique key\. Fix: make the key unique",
+        ):
+            capture.capture(env, TableName(s, master))
+    # The view's refresh stops at its capture: nothing logged, the view as it was.
+    with pytest.raises(Exception, match=r"more than one row with key \(2\)"):
+        refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    log_table = mlog.load_log(env, TableName(s, "m")).log_table  # type: ignore[union-attr]
+    assert spark.table(log_table.sql).count() == 0
+    assert sorted(map(tuple, spark.sql(f"SELECT k, x FROM {view.sql}").collect())) == []
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_a_log_on_a_view_is_refused_and_nothing_is_created(spark: Any, path: str) -> None:
     s = f"bad_log_on_view_{path}"

@@ -182,7 +182,7 @@ WITH src AS (
       CAST(RAISE_ERROR(
         CONCAT(
           'dbt-fastrefresh: master g.t has more than one row with key (',
-          CAST(`k` AS STRING),
+          COALESCE(CAST(`k` AS STRING), 'NULL'),
           ') in snapshot ',
           CAST(ELEMENT_AT(
             MAP(

@@ -35,7 +35,20 @@ SELECT
   o.old_new__,
   o.change_vector__,
   o.c__.base__ + ROW_NUMBER() OVER (ORDER BY o.ord__, o.`k`, o.half__) AS sequence__,
-  o.c__.xid__,
+  IF(
+    LAG(o.ord__) OVER (ORDER BY o.ord__, o.`k`, o.half__) = o.ord__
+    AND LAG(o.`k`) OVER (ORDER BY o.ord__, o.`k`, o.half__) IS NOT DISTINCT FROM o.`k`,
+    CAST(RAISE_ERROR(
+      CONCAT(
+        'dbt-fastrefresh: master g.t has more than one row with key (',
+        COALESCE(CAST(o.`k` AS STRING), 'NULL'),
+        ') in snapshot ',
+        CAST(o.c__.xid__ AS STRING),
+        '; a keyed log needs a unique key. Fix: make the key unique, or drop the log and create it with another key, or key-less (key=[]).'
+      )
+    ) AS BIGINT),
+    o.c__.xid__
+  ) AS xid__,
   o.c__.base__ + 1 AS capture__
 FROM (
   SELECT

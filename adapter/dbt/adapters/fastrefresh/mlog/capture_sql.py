@@ -65,6 +65,22 @@ def duplicate_key_message(master: TableName) -> str:
     return f"dbt-fastrefresh: master {master} has more than one row with key ("
 
 
+DUPLICATE_KEY_FIX = (
+    "; a keyed log needs a unique key. Fix: make the key unique, or drop the log and "
+    "create it with another key, or key-less (key=[])."
+)
+
+
+def _duplicate_key_error(config: LogConfig, keys: Sequence[str], snapshot: str) -> str:
+    """``raise_error`` of two rows of one commit with one key (``keys``: the key columns'
+    SQL), naming the key's values (NULL too) and the commit's ``snapshot`` (SQL)."""
+    key_text = " || ', ' || ".join(f"coalesce(cast({k} AS STRING), 'NULL')" for k in keys)
+    return (
+        f"raise_error(concat({string(duplicate_key_message(config.master))}, {key_text}, "
+        f"{string(') in snapshot ')}, cast({snapshot} AS STRING), {string(DUPLICATE_KEY_FIX)}))"
+    )
+
+
 # -- the statement ------------------------------------------------------------------------
 
 
@@ -108,7 +124,8 @@ def capture_statement(
     return (
         "WITH "
         + ",\n".join(ctes)
-        + f"\nINSERT INTO {config.log_table.sql}\n{_select(config, columns, commits)}"
+        + f"\nINSERT INTO {config.log_table.sql}\n"
+        + _select(config, columns, commits, unpaired_keys=bool(keys) and not reads.removes)
     )
 
 
@@ -271,8 +288,15 @@ def _images(
     ]
 
 
-def _select(config: LogConfig, columns: Sequence[mt.Column], commits: str) -> str:
-    """The log rows, numbered in commit order, then by key (or row), old image first."""
+def _select(
+    config: LogConfig, columns: Sequence[mt.Column], commits: str, *, unpaired_keys: bool
+) -> str:
+    """The log rows, numbered in commit order, then by key (or row), old image first.
+
+    ``unpaired_keys``: a keyed log's rows that were not paired by key (commits that only
+    added rows), where two rows of one commit with one key stop the statement as the
+    pairing does: each row is compared with the one numbered before it, in the numbering's
+    own window (the same sort; no other pass over the rows)."""
     log_cols = list(config.columns)
     order_cols = (
         list(config.key_columns)
@@ -281,11 +305,20 @@ def _select(config: LogConfig, columns: Sequence[mt.Column], commits: str) -> st
     )
     order = ", ".join(["o.ord__", *(f"o.{ident(c)}" for c in order_cols), "o.half__"])
     snaptime = "" if config.commit_scn else "o.c__.stamp__ AS snaptime__, "
+    xid = "o.c__.xid__"
+    if unpaired_keys:
+        keys = [f"o.{ident(k)}" for k in config.key_columns]
+        window = f"OVER (ORDER BY {order})"
+        same = " AND ".join(
+            [f"lag(o.ord__) {window} = o.ord__", *(f"lag({k}) {window} <=> {k}" for k in keys)]
+        )
+        error = _duplicate_key_error(config, keys, xid)
+        xid = f"IF({same}, CAST({error} AS BIGINT), {xid}) AS xid__"
     return (
         f"SELECT {', '.join('o.' + ident(c) for c in log_cols)}, {snaptime}o.dmltype__, "
         "o.old_new__, o.change_vector__, "
         f"o.c__.base__ + row_number() OVER (ORDER BY {order}) AS sequence__, "
-        "o.c__.xid__, o.c__.base__ + 1 AS capture__ "
+        f"{xid}, o.c__.base__ + 1 AS capture__ "
         f"FROM (SELECT *, element_at({commits}, ord__) AS c__ FROM o) o"
     )
 
@@ -308,16 +341,11 @@ def _pair_by_key(
     finds them (a single partition satisfies both; Spark adds no shuffle between)."""
     keys = [ident(k) for k in config.key_columns]
     row = ", ".join(f"{string(n)}, {ident(n)}" for n in names)
-    key_text = " || ', ' || ".join(f"cast({k} AS STRING)" for k in keys)
     old = [f"o__.{ident(n)}" for n in names]
     new = [f"w__.{ident(n)}" for n in names]
     ncols = len(names)
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
-    fix = (
-        "; a keyed log needs a unique key. Fix: make the key unique, or drop the log and "
-        "create it with another key, or key-less (key=[])."
-    )
     source = "(SELECT /*+ REPARTITION(1) */ * FROM net)" if one_task else "net"
     vector = cv.sql_update_vector(old, new)
     ctes = [
@@ -331,9 +359,8 @@ def _pair_by_key(
         "j AS (SELECT k.ord__, nold__ > 0 AS has_old__, nnew__ > 0 AS has_new__, o__, "
         f"w__, {vector} AS cv__, {', '.join(keys)} FROM k "
         "WHERE NOT (nold__ = 1 AND nnew__ = 1 AND o__ <=> w__) "
-        "AND IF(greatest(nold__, nnew__) > 1, CAST(raise_error("
-        f"concat({string(duplicate_key_message(config.master))}, "
-        f"{key_text}, {string(') in snapshot ')}, cast(element_at({commits}, ord__).xid__ AS STRING), {string(fix)})) "
+        "AND IF(greatest(nold__, nnew__) > 1, CAST("
+        f"{_duplicate_key_error(config, keys, f'element_at({commits}, ord__).xid__')} "
         "AS BOOLEAN), TRUE))",
     ]
     old_cols = ", ".join(f"{string(c)}, o__.{ident(c)}" for c in log_cols)
