@@ -695,11 +695,11 @@ def test_join_equalities_are_found_inside_parenthesized_conjunctions() -> None:
         ("with co as (select customer_id, count(*) n from shop.orders group by customer_id) "
          "select c.customer_id, coalesce(co.n, 0) n from shop.customers c left join co on "
          "co.customer_id = c.customer_id",
-         "it aggregates (GROUP BY or an aggregate function). Fix: make it a fast_refresh "
+         "it aggregates (GROUP BY or an aggregate function); make it a fast_refresh "
          "model of its own and ref() it here"),
         ("with x as (select status, count(*) n from shop.orders group by status) "
          "select * from x where n > 1",
-         "it aggregates (GROUP BY or an aggregate function). Fix: make it a fast_refresh "
+         "it aggregates (GROUP BY or an aggregate function); make it a fast_refresh "
          "model of its own and ref() it here"),
     ],
 )  # fmt: skip

@@ -117,7 +117,7 @@ def _check_null_extended(tree: exp.Expr) -> None:
                 raise InlineError(
                     f"{source.alias_or_name}, on the side of an outer join that gets NULLs, "
                     f"outputs {output.alias_or_name} as {body.sql(dialect=DIALECT)}, which is "
-                    "not NULL on the rows the join fills with NULLs. Fix: compute it in the "
+                    "not NULL on the rows the join fills with NULLs; compute it in the "
                     f"query that joins (e.g. from a column of {source.alias_or_name}, which "
                     "is NULL there)"
                 )
@@ -298,7 +298,7 @@ def _unmerged_because(sub: exp.Subquery) -> str:
         return f"it is a {type(inner).__name__.upper()}"
     if inner.args.get("group") or any(s.find(exp.AggFunc) for s in inner.expressions):
         return (
-            "it aggregates (GROUP BY or an aggregate function). Fix: make it a fast_refresh "
+            "it aggregates (GROUP BY or an aggregate function); make it a fast_refresh "
             "model of its own and ref() it here (a view over views refreshes fast)"
         )
     if inner.args.get("distinct"):
