@@ -37,6 +37,13 @@ def keyed_master_with_log(
     return env
 
 
+def latest_snapshot(spark: Any, table: str) -> int:
+    """The id of the newest snapshot of ``table`` (its last commit)."""
+    return spark.sql(
+        f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).collect()[0][0]
+
+
 def user_columns(spark: Any, table: str) -> list[str]:
     return [c for c in spark.table(table).columns if not c.startswith("__fr_")]
 

@@ -29,6 +29,7 @@ from tests.functional.sites import (
     SHARED,
     env_for,
     keyed_master_with_log,
+    latest_snapshot,
     matches,
     refresh_and_check,
 )
@@ -209,9 +210,7 @@ def test_a_key_two_rows_share_fails_capture_once_a_change_touches_it(
     assert [tuple(r) for r in updated] == [(1, 9), (3, 9), (4, 9)]
     logged = spark.table(log_table.sql).count()
     spark.sql(f"UPDATE {s}.m SET x = 7 WHERE k = 2")
-    (update,) = spark.sql(
-        f"SELECT snapshot_id FROM {s}.m.snapshots ORDER BY committed_at DESC LIMIT 1"
-    ).collect()[0]
+    update = latest_snapshot(spark, f"{s}.m")
     with pytest.raises(
         Exception,
         match=rf"master {s}\.m has more than one row with key \(2\) in snapshot {update}; a keyed "
@@ -242,9 +241,7 @@ def test_two_rows_a_commit_adds_with_one_key_fail_capture_naming_the_key(spark: 
     spark.sql(f"INSERT INTO {s}.m VALUES (1, 1), (2, 2), (2, 3)")
     spark.sql(f"DELETE FROM {s}.n WHERE k IS NULL")
     for master, key in (("m", "2"), ("n", "NULL")):
-        (snapshot,) = spark.sql(
-            f"SELECT snapshot_id FROM {s}.{master}.snapshots ORDER BY committed_at DESC LIMIT 1"
-        ).collect()[0]
+        snapshot = latest_snapshot(spark, f"{s}.{master}")
         with pytest.raises(
             Exception,
             match=rf"master {s}\.{master} has more than one row with key \({key}\) in snapshot "

@@ -16,12 +16,7 @@ from dbt.adapters.fastrefresh.runtime.executor import (
     UNSAFE_RULES,
     SparkExecutor,
 )
-
-
-def _snapshot(spark: Any, table: str) -> int:
-    return spark.sql(
-        f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
-    ).collect()[0][0]
+from tests.functional.sites import latest_snapshot
 
 
 def test_reads_of_two_snapshots_survive_a_distinct_in_a_write(spark: Any) -> None:
@@ -29,9 +24,9 @@ def test_reads_of_two_snapshots_survive_a_distinct_in_a_write(spark: Any) -> Non
     t = "time_travel_union.m"
     spark.sql(f"CREATE OR REPLACE TABLE {t} (k BIGINT, g STRING) USING iceberg")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
-    old = _snapshot(spark, t)
+    old = latest_snapshot(spark, t)
     spark.sql(f"INSERT INTO {t} VALUES (5, 'c')")
-    new = _snapshot(spark, t)
+    new = latest_snapshot(spark, t)
     spark.conf.unset(EXCLUDED_RULES)  # as a session not started by dbt-fastrefresh
     x = SparkExecutor(spark)
     assert UNSAFE_RULES[0] in spark.conf.get(EXCLUDED_RULES)
