@@ -1,7 +1,9 @@
 """`dbt seed` under fast_refresh models: the seed's table is kept and its rows replaced in
 one commit, so the log records only the rows the CSV changed and the models over the seed
 refresh fast (dbt-spark drops and creates a seed's table on every `dbt seed`, which
-started its log anew: every model over it rebuilt, and under 'fast' failed)."""
+started its log anew: every model over it rebuilt, and under 'fast' failed). A dbt
+`table` model with a log is kept so too (dbt-spark replaces its table on every run), until
+its table options change."""
 
 from __future__ import annotations
 
@@ -15,6 +17,10 @@ from tests.functional.dbt_project import FastRefreshProject
 SEED = "id,name\n1,north\n2,south\n3,east\n4,west\n"
 CHANGED = "id,name\n1,north\n2,SOUTH\n3,east\n5,centre\n"  # 2 renamed, 4 gone, 5 new
 
+REGIONS_TABLE = """
+{{{{ config(materialized='table', file_format='iceberg'{options}) }}}}
+select id, name from {{{{ ref('regions') }}}}
+"""
 MODELS = {
     "sources.yml": """
 version: 2
@@ -30,14 +36,22 @@ select r.name, count(*) as n, sum(o.amount) as total
 from {{ source('shop', 'orders') }} o join {{ ref('regions') }} r on o.region_id = r.id
 group by r.name
 """,
-    # A table model over the seed, and a model over it: dbt replaces the table each run.
-    "regions_table.sql": """
-{{ config(materialized='table', file_format='iceberg') }}
-select id, name from {{ ref('regions') }}
-""",
+    # A table model over the seed, and a model over it: the table model's run keeps its
+    # table (it has a log) and replaces its rows in one commit, as `dbt seed` does.
+    "regions_table.sql": REGIONS_TABLE.format(options=""),
     "over_table.sql": """
 {{ config(materialized='fast_refresh') }}
 select id, name from {{ ref('regions_table') }}
+""",
+    "schema.yml": """
+version: 2
+models:
+  - name: regions_table
+    columns:
+      - name: id
+        data_type: bigint
+      - name: name
+        data_type: string
 """,
     "region_names.sql": """
 {{ config(materialized='fast_refresh', refresh_method='fast') }}
@@ -45,6 +59,7 @@ select id, upper(name) as name from {{ ref('regions') }}
 """,
 }
 QUERIES = {
+    "over_table": "select id, name from {s}.regions_table",
     "by_region": (
         "select r.name, count(*) as n, sum(o.amount) as total from {s}.orders o "
         "join {s}.regions r on o.region_id = r.id group by r.name"
@@ -104,27 +119,46 @@ class TestSeeds(FastRefreshProject):
         _, out = run_dbt_and_capture(["run"])
         assert f"FAST refresh of {s}.region_names: 4 log row(s)" in out, out
         assert f"FAST refresh of {s}.by_region" in out, out
-        assert f"{s}.regions_table is a dbt `table` model, which every run replaces" in out, out
+        assert f"FAST refresh of {s}.over_table: 4 log row(s)" in out, out
         for name in QUERIES:
             self.same(project, name)
         # The same CSV again: the seed's commit changes no row, and the log records none.
+        # The table model's options changed: its table is replaced as dbt-spark does, and
+        # the model over it rebuilds, saying why.
         run_dbt(["seed"])
-        _, out = run_dbt_and_capture(["run", "-s", "region_names"])
+        # (The contract, enforced from here on, is not an option: the rows it selects are.)
+        options = (
+            ", tblproperties={'write.metadata.previous-versions-max': '50'}, "
+            "contract={'enforced': true}"
+        )
+        write_file(
+            REGIONS_TABLE.format(options=options),
+            project.project_root,
+            "models",
+            "regions_table.sql",
+        )
+        _, out = run_dbt_and_capture(["run", "-s", "region_names", "regions_table", "over_table"])
         assert f"FAST refresh of {s}.region_names: 0 log row(s)" in out or ("no changes" in out), (
             out
         )
+        assert f"COMPLETE refresh of {s}.over_table" in out, out
+        assert (
+            f"{s}.regions_table is a dbt `table` model whose table its last run replaced" in out
+        ), out
         # Every row gone (the CSV's header alone): deleted in one commit, and FAST.
         write_file("id,name\n", project.project_root, "seeds", "regions.csv")
         run_dbt(["seed"])
-        _, out = run_dbt_and_capture(["run", "-s", "region_names"])
+        _, out = run_dbt_and_capture(["run", "-s", "region_names", "regions_table", "over_table"])
         assert f"FAST refresh of {s}.region_names: 4 log row(s)" in out, out
+        assert f"FAST refresh of {s}.over_table: 4 log row(s)" in out, out
         assert self.rows(project, f"select * from {s}.region_names") == []
+        assert self.rows(project, f"select * from {s}.over_table") == []
         write_file(CHANGED, project.project_root, "seeds", "regions.csv")
         # --full-refresh drops and creates the seed's table as dbt-spark does: the log
         # starts anew, and a 'fast' model over it fails, saying why.
         run_dbt(["seed", "--full-refresh"])
         _, out = run_dbt_and_capture(["run", "-s", "region_names"], expect_pass=False)
-        assert f"{s}.regions is a dbt seed, which `dbt seed` drops and creates again" in out, out
+        assert f"{s}.regions is a dbt seed whose table its last `dbt seed` dropped" in out, out
         _, out = run_dbt_and_capture(["run", "--full-refresh"])
         for name in QUERIES:
             self.same(project, name)

@@ -20,7 +20,7 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
-from dbt.adapters.fastrefresh.engine import dbt_views, inspection, refresh, seeds
+from dbt.adapters.fastrefresh.engine import dbt_tables, dbt_views, inspection, refresh, seeds
 from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
 from dbt.adapters.fastrefresh.engine.upstream import project_relations, upstream_of
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -376,6 +376,19 @@ class FastrefreshAdapter(SparkAdapter):
             return False
         kept.discard(name)
         return True
+
+    @available.parse(lambda *args, **kwargs: False)
+    def fr_table_keeps_rows(self, relation: BaseRelation, options: str, query: str) -> bool:
+        """Whether the ``table`` model building ``relation`` with ``query`` keeps its table
+        and replaces its rows in one commit (``engine/dbt_tables.py``): it has a
+        materialized view log, was created with ``options`` (the model's options
+        fingerprint) and has the query's columns."""
+        return dbt_tables.keeps_table(self._env(), TableName.parse(relation), options, query)
+
+    @available.parse(lambda *args, **kwargs: "")
+    def fr_table_options_property(self) -> str:
+        """The table property a ``table`` model's options fingerprint is recorded in."""
+        return dbt_tables.OPTIONS_PROPERTY
 
     @available.parse(lambda *args, **kwargs: False)
     def fr_views_replace_in_place(self) -> bool:

@@ -959,21 +959,26 @@ class _Refresh:
 
     def _replaced_by_dbt(self, master: TableName, reason: Reason) -> Reason:
         """``reason``, saying why when the log that lost its history is on a dbt seed or
-        ``table`` model: dbt replaces that table on every run (``dbt seed`` drops and
-        creates it), and a log cannot read changes across a new table."""
+        ``table`` model: dbt replaced that table (``dbt seed`` drops and creates it, a
+        ``table`` model's ``CREATE OR REPLACE``) rather than its rows (``engine/seeds.py``,
+        ``engine/dbt_tables.py``), and a log cannot read changes across a new table."""
         up = next((u for u in self.upstream if u.relation == master), None)
         if reason.code is not ReasonCode.LOG_YOUNGER or up is None:
             return reason
         if up.materialized == "seed":
             why = (
-                f"{master} is a dbt seed, which `dbt seed` drops and creates again, so its "
-                "log starts anew and the models over it rebuild after each `dbt seed`"
+                f"{master} is a dbt seed whose table its last `dbt seed` dropped and "
+                "created again, so its log starts anew and the models over it rebuild once "
+                "(`dbt seed` keeps the table and replaces its rows unless the CSV's columns "
+                "changed or it ran with --full-refresh)"
             )
         elif up.materialized == "table":
             why = (
-                f"{master} is a dbt `table` model, which every run replaces, so its log "
-                "starts anew and the models over it rebuild after each run of it (make it "
-                "an incremental or fast_refresh model to keep its history)"
+                f"{master} is a dbt `table` model whose table its last run replaced, so its "
+                "log starts anew and the models over it rebuild once (a run keeps the table "
+                "and replaces its rows unless the model's columns or table options changed, "
+                "it ran with --full-refresh, or its table was created by a release of "
+                "dbt-fastrefresh that did not record its options)"
             )
         else:
             return reason

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -27,12 +28,16 @@ def keeps_table(env: Env, table: TableName, columns: Sequence[Sequence[str]]) ->
     """Whether ``dbt seed`` keeps ``table`` and replaces its rows: it is an Iceberg table
     with a log, whose columns are ``columns`` ((name, type) as the seed creates them)."""
     meta = env.tables.load(table, fresh=True)
-    if meta is None or not meta.iceberg:
-        return False
-    wanted = [(str(n).lower(), _type(str(t))) for n, t in columns]
-    if [(c.name.lower(), _type(c.type)) for c in meta.columns] != wanted:
+    if meta is None or not meta.iceberg or not same_columns(meta, columns):
         return False
     return load_log(env, table, columns=False) is not None
+
+
+def same_columns(meta: TableMeta, columns: Sequence[Sequence[str]]) -> bool:
+    """Whether ``meta``'s columns are ``columns`` ((name, type), in order; names in any
+    case, types as Spark writes them)."""
+    wanted = [(str(n).lower(), _type(str(t))) for n, t in columns]
+    return [(c.name.lower(), _type(c.type)) for c in meta.columns] == wanted
 
 
 def _type(text: str) -> str:

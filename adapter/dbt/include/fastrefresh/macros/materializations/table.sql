@@ -1,0 +1,89 @@
+{#-
+  dbt-spark's table materialization, except for an Iceberg table with a materialized view
+  log (adapter/dbt/adapters/fastrefresh/engine/dbt_tables.py): when the model's query gives
+  the table the same columns and the table was created with the model's options, the table
+  is kept and its rows are replaced in one commit, so the log records only the rows the run
+  changed and the models over it refresh fast. Otherwise (no log, columns or options
+  changed, --full-refresh, a Python model) dbt-spark's materialization runs unchanged.
+-#}
+{% materialization table, adapter='fastrefresh', supported_languages=['sql', 'python'] %}
+  {%- set identifier = model['alias'] -%}
+  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
+  {%- if model['language'] != 'sql' or old_relation is none or not old_relation.is_table
+        or config.get('file_format', validator=validation.any[basestring]) != 'iceberg'
+        or should_full_refresh() -%}
+    {{ return(materialization_table_spark()) }}
+  {%- endif -%}
+  {%- set contract_config = config.get('contract') -%}
+  {#- with an enforced contract, dbt-spark's create_table_as selects the contract's columns,
+      in its order: the rows are written so too -#}
+  {%- set query = get_select_subquery(compiled_code) if contract_config.enforced else compiled_code -%}
+  {%- if not adapter.fr_table_keeps_rows(old_relation, fastrefresh__table_options(), query) -%}
+    {{ return(materialization_table_spark()) }}
+  {%- endif -%}
+
+  {%- set target_relation = old_relation.incorporate(type='table') -%}
+  {%- set grant_config = config.get('grants') -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {%- if contract_config.enforced -%}
+    {{ get_assert_columns_equivalent(compiled_code) }}
+  {%- endif -%}
+  {% call statement('main') -%}
+    insert into {{ target_relation.render() }} replace where true
+    {{ query }}
+  {%- endcall %}
+
+  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
+  {% do apply_grants(target_relation, grant_config, should_revoke) %}
+
+  {% do persist_docs(target_relation, model) %}
+
+  {% do persist_constraints(target_relation, model) %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{%- endmaterialization %}
+
+
+{#-
+  The fingerprint of a table model's options: the clauses dbt-spark's create_table_as
+  writes between the table's name and its query (format, options, properties,
+  partitioning, bucketing, location, comment). A table model's table keeps its rows across
+  runs only while this is what it was created with.
+-#}
+{% macro fastrefresh__table_options() -%}
+  {%- set clauses -%}
+    {{ file_format_clause() }}
+    {{ options_clause() }}
+    {{ spark__tblproperties_clause() }}
+    {{ partition_cols(label="partitioned by") }}
+    {{ clustered_cols(label="clustered by") }}
+    {{ location_clause() }}
+    {{ comment_clause() }}
+  {%- endset -%}
+  {{ return(local_md5(clauses.split() | join(' '))) }}
+{%- endmacro %}
+
+
+{#-
+  dbt-spark's tblproperties clause; for an Iceberg table model, with the fingerprint of
+  its options (fastrefresh__table_options) as a property of its own, which the table
+  materialization above compares on the next run.
+-#}
+{% macro fastrefresh__tblproperties_clause() -%}
+  {%- if model is not mapping or model.get('config', {}).get('materialized') != 'table'
+        or model.get('language', 'sql') != 'sql'
+        or config.get('file_format', validator=validation.any[basestring]) != 'iceberg' -%}
+    {{ return(spark__tblproperties_clause()) }}
+  {%- endif -%}
+  {%- set tblproperties = dict(config.get('tblproperties') or {}) -%}
+  {%- do tblproperties.update({adapter.fr_table_options_property(): fastrefresh__table_options()}) %}
+    tblproperties (
+      {%- for prop in tblproperties -%}
+      '{{ prop }}' = '{{ tblproperties[prop] }}' {% if not loop.last %}, {% endif %}
+      {%- endfor %}
+    )
+{%- endmacro %}
