@@ -119,7 +119,25 @@ def test_distinct_is_a_group_by_and_global_aggregates_have_no_groups() -> None:
         ),
         (
             "select order_id from shop.orders intersect select order_id from shop.orders",
-            "INTERSECT",
+            "the query uses INTERSECT, which is not fast-refreshable",
+        ),
+        (
+            "select order_id from shop.orders except all select order_id from shop.orders",
+            "the query uses EXCEPT ALL, which is not fast-refreshable",
+        ),
+        (
+            "select order_id from shop.orders union all (select order_id from shop.orders "
+            "minus select customer_id from shop.orders)",
+            "the query uses EXCEPT, which is not fast-refreshable",
+        ),
+        (
+            "select order_id, (select max(region) from shop.customers c "
+            "where c.customer_id = o.customer_id) as region from shop.orders o",
+            "the query uses a scalar subquery in the SELECT list",
+        ),
+        (
+            "select order_id from shop.orders where amount > (select avg(amount) from shop.orders)",
+            "the query uses a scalar subquery in WHERE",
         ),
         (
             "select order_id from shop.orders union all select order_id, status from shop.orders",
@@ -462,7 +480,7 @@ def test_exists_and_in_filters_are_semi_joins_keyed_by_the_outer_table() -> None
         (
             "select order_id from shop.orders o where exists "
             "(select 1 from shop.customers c where c.customer_id > o.customer_id)",
-            "correlated by c.customer_id > o.customer_id",
+            "the query uses a subquery over c correlated by c.customer_id > o.customer_id; ",
         ),
         (
             "select order_id from shop.orders where exists (select 1 from shop.customers)",
@@ -471,7 +489,7 @@ def test_exists_and_in_filters_are_semi_joins_keyed_by_the_outer_table() -> None
         (
             "select order_id from shop.orders o where o.amount > 0 or exists "
             "(select 1 from shop.customers c where c.customer_id = o.customer_id)",
-            "subquery",
+            "the query uses a subquery filter (EXISTS/IN) under OR",
         ),
         (
             "select status, count(*) from shop.orders o where exists (select 1 from "
@@ -492,7 +510,7 @@ def test_exists_and_in_filters_are_semi_joins_keyed_by_the_outer_table() -> None
         (
             "select order_id from shop.orders where exists "
             "(select 1 from shop.orders where order_id = customer_id)",
-            "alias them apart",
+            "the query uses a subquery whose table has the alias of the outer table",
         ),
     ],
 )

@@ -37,6 +37,7 @@ from dbt.adapters.fastrefresh.ivm.checks import (
     master_of,
     qualify_tree,
     render,
+    set_operation,
 )
 from dbt.adapters.fastrefresh.ivm.inline import (
     HAVING_COLUMN,
@@ -159,11 +160,10 @@ def _plan(
         tree = explicit_group_by_all(tree)
     if isinstance(tree, exp.Select) and has_window(tree):
         return _plan_window(sql, tree, master_columns)
+    if isinstance(tree, exp.Intersect | exp.Except):
+        raise Refused(f"the query uses {set_operation(tree)}, which is not fast-refreshable")
     if not isinstance(tree, exp.Select):
-        what = type(tree).__name__.upper()
-        if isinstance(tree, exp.Union | exp.Intersect | exp.Except):
-            what = "a set operation (UNION/INTERSECT/EXCEPT)"
-        raise Refused(f"{what} is not fast-refreshable yet")
+        raise Refused(f"{type(tree).__name__.upper()} is not fast-refreshable yet")
     semis = any(is_semi(t) for t in conjuncts(tree.args.get("where")))
     offender = first_offender(without_semis(tree) if semis else tree)
     if offender:

@@ -56,11 +56,50 @@ def first_offender(tree: exp.Expression) -> str | None:
             return why
     for sub in tree.find_all(exp.Subquery, exp.Exists):
         if sub is not tree:
-            return "a subquery"
+            return _subquery(tree, sub)
     for node in tree.find_all(exp.In):
         if node.args.get("query") is not None:
-            return "a subquery (IN (SELECT ...))"
+            return _subquery(tree, node)
     return None
+
+
+# Where in a SELECT a subquery sits (the clause's argument in sqlglot's tree), as a
+# refusal names it.
+_CLAUSES = {
+    "expressions": "the SELECT list",
+    "where": "WHERE",
+    "having": "HAVING",
+    "group": "GROUP BY",
+    "joins": "a join's ON",
+    "order": "ORDER BY",
+}
+
+
+def _subquery(tree: exp.Expr, sub: exp.Expr) -> str:
+    """``first_offender``'s words for the subquery ``sub`` of ``tree``: where it sits, and
+    for a filter, which form of it refreshes fast."""
+    node = sub
+    while node.parent is not None and node.parent is not tree:
+        node = node.parent
+    if node.arg_key in ("from", "from_"):
+        return "a derived table (a subquery in FROM) that cannot be merged into the query"
+    place = _CLAUSES.get(node.arg_key or "", "the query")
+    if isinstance(sub, exp.Exists | exp.In) or isinstance(sub.parent, exp.In):
+        if node.arg_key == "where":
+            return (
+                "a subquery filter (EXISTS/IN) under OR or inside another expression; only "
+                "one that is a term of the WHERE's AND ([NOT] EXISTS (...), IN (SELECT ...)) "
+                "refreshes fast"
+            )
+        return f"a subquery filter (EXISTS/IN) in {place}"
+    return f"a scalar subquery in {place}"
+
+
+def set_operation(node: exp.Expression) -> str:
+    """An ``INTERSECT`` or ``EXCEPT`` as the query writes it (with ``ALL`` or not), for a
+    refusal: each is refused on its own, and named so."""
+    word = "INTERSECT" if isinstance(node, exp.Intersect) else "EXCEPT"
+    return f"{word} ALL" if node.args.get("distinct") is False else word
 
 
 def anywhere_offender(tree: exp.Expr) -> str | None:

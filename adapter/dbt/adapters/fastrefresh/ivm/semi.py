@@ -117,8 +117,8 @@ def semi_joins(
     aliases = [outer.lower(), *(s.alias.lower() for s in found)]
     if len(set(aliases)) != len(aliases):
         raise SemiJoinError(
-            "a subquery's table has the same alias as the outer table or another subquery's; "
-            "alias them apart"
+            "a subquery whose table has the alias of the outer table or of another "
+            "subquery's table; alias them apart"
         )
     return tuple(found)
 
@@ -202,7 +202,7 @@ def _correlation(
                 pairs.append((left.copy(), right.copy()))
                 continue
         raise SemiJoinError(
-            f"the subquery over {inner} is correlated by {term.sql(dialect=DIALECT)}; only "
+            f"a subquery over {inner} correlated by {term.sql(dialect=DIALECT)}; only "
             "equalities of an outer expression to an inner one refresh fast"
         )
     return pairs

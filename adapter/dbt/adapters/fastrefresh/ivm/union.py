@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from dbt.adapters.fastrefresh.ivm.checks import Refused, check_output_names
+from dbt.adapters.fastrefresh.ivm.checks import Refused, check_output_names, set_operation
 from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.ivm.plan import (
     DIALECT,
@@ -41,7 +41,7 @@ def branches_of(tree: exp.Union) -> list[exp.Select]:
         while isinstance(node, exp.Subquery) and not node.alias:
             node = node.this
         if isinstance(node, exp.Intersect | exp.Except):
-            raise Refused("the query uses INTERSECT or EXCEPT, which is not fast-refreshable")
+            raise Refused(f"the query uses {set_operation(node)}, which is not fast-refreshable")
         if isinstance(node, exp.Union):
             if node.args.get("distinct"):
                 raise Refused(
