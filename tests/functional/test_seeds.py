@@ -2,8 +2,8 @@
 one commit, so the log records only the rows the CSV changed and the models over the seed
 refresh fast (dbt-spark drops and creates a seed's table on every `dbt seed`, which
 started its log anew: every model over it rebuilt, and under 'fast' failed). A dbt
-`table` model with a log is kept so too (dbt-spark replaces its table on every run), until
-its table options change."""
+`table` model with a log and `fast_refresh_keep_table: true` is kept so too (dbt-spark
+replaces its table on every run), until its columns or table options change."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ select r.name, count(*) as n, sum(o.amount) as total
 from {{ source('shop', 'orders') }} o join {{ ref('regions') }} r on o.region_id = r.id
 group by r.name
 """,
-    # A table model over the seed, and a model over it: the table model's run keeps its
-    # table (it has a log) and replaces its rows in one commit, as `dbt seed` does.
+    # A table model over the seed, and a model over it: dbt-spark replaces the table on
+    # each run, until the model says fast_refresh_keep_table (below).
     "regions_table.sql": REGIONS_TABLE.format(options=""),
     "over_table.sql": """
 {{ config(materialized='fast_refresh') }}
@@ -119,17 +119,20 @@ class TestSeeds(FastRefreshProject):
         _, out = run_dbt_and_capture(["run"])
         assert f"FAST refresh of {s}.region_names: 4 log row(s)" in out, out
         assert f"FAST refresh of {s}.by_region" in out, out
-        assert f"FAST refresh of {s}.over_table: 4 log row(s)" in out, out
+        assert (
+            f"{s}.regions_table is a dbt `table` model, which every run replaces" in out
+            and "configure it fast_refresh_keep_table: true" in out
+        ), out
         for name in QUERIES:
             self.same(project, name)
         # The same CSV again: the seed's commit changes no row, and the log records none.
-        # The table model's options changed: its table is replaced as dbt-spark does, and
-        # the model over it rebuilds, saying why.
+        # The table model now keeps its table, but its options changed too: its table is
+        # replaced as dbt-spark does (this once), and the model over it rebuilds, saying why.
         run_dbt(["seed"])
         # (The contract, enforced from here on, is not an option: the rows it selects are.)
         options = (
-            ", tblproperties={'write.metadata.previous-versions-max': '50'}, "
-            "contract={'enforced': true}"
+            ", fast_refresh_keep_table=true, contract={'enforced': true}, "
+            "tblproperties={'write.metadata.previous-versions-max': '50'}"
         )
         write_file(
             REGIONS_TABLE.format(options=options),
@@ -162,3 +165,12 @@ class TestSeeds(FastRefreshProject):
         _, out = run_dbt_and_capture(["run", "--full-refresh"])
         for name in QUERIES:
             self.same(project, name)
+        # A setting that is not a boolean fails the model, naming it, and leaves its table.
+        table = f"select * from {s}.regions_table order by id"
+        before = self.rows(project, table)
+        assert before
+        bad = REGIONS_TABLE.format(options=", fast_refresh_keep_table='yes'")
+        write_file(bad, project.project_root, "models", "regions_table.sql")
+        _, out = run_dbt_and_capture(["run", "-s", "regions_table"], expect_pass=False)
+        assert "fast_refresh_keep_table of model.test.regions_table must be true or false" in out
+        assert self.rows(project, table) == before

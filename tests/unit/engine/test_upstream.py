@@ -26,7 +26,9 @@ GRAPH = {
         "seed.p.regions": node(
             "seed.p.regions", "seed", "`an`.`regions`", materialized="seed", mview_log={"key": ["id"]}
         ),
-        "model.p.skip": node("model.p.skip", "model", "`an`.`skip`", mview_log=False),
+        "model.p.skip": node(
+            "model.p.skip", "model", "`an`.`skip`", mview_log=False, fast_refresh_keep_table=True
+        ),
         "test.p.t": node("test.p.t", "test", None),
     },
     "sources": {
@@ -48,9 +50,9 @@ def test_reads_through_ephemeral_models_once_each() -> None:
 
 def test_settings_of_sources_and_models() -> None:
     found = upstream_of({"depends_on": {"nodes": ["source.p.shop.orders", "model.p.skip"]}}, GRAPH)
-    assert [(u.relation, u.log, dict(u.options), u.materialized) for u in found] == [
-        (TableName("shop", "orders"), True, {"commit_scn": True}, ""),
-        (TableName("an", "skip"), False, {}, "table"),
+    assert [(u.relation, u.log, dict(u.options), u.materialized, u.keeps_table) for u in found] == [
+        (TableName("shop", "orders"), True, {"commit_scn": True}, "", False),
+        (TableName("an", "skip"), False, {}, "table", True),
     ]
 
 

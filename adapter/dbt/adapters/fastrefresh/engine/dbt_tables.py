@@ -7,6 +7,7 @@ every model over the table rebuilt completely after each run of it, and under
 adapter's ``materializations/table.sql``) keeps the table and replaces its rows in one
 commit (``INSERT INTO ... REPLACE WHERE TRUE``) when
 
+- the model is configured ``fast_refresh_keep_table: true``,
 - the table is an Iceberg table with a materialized view log,
 - the model's query gives it the same columns (names and types, in order), and
 - it was created with the table options the model has now: every ``CREATE`` of an
@@ -19,6 +20,13 @@ were cancel out, and the log records only the rows that changed: the models over
 refresh fast. Otherwise (no log, changed columns or options, ``--full-refresh``, a Python
 model) the model is built as dbt-spark builds it, and the models over it rebuild once,
 saying why.
+
+It is not the default: the capture of such a commit reads every row of the table twice
+(as it was and as it is) to find the few that changed. On a 1M-row table model, 0.1% of
+its rows changed a run, with one aggregate over it (``benchmarks/keep_table.py``): kept,
+the run's rows replaced, captured and the aggregate refreshed fast took 5.42 s; replaced,
+the table created again and the aggregate rebuilt took 1.18 s. Keeping pays when the
+models over the table cost more to rebuild than two reads of it, or must refresh fast.
 """
 
 from __future__ import annotations

@@ -972,11 +972,20 @@ class _Refresh:
                 "(`dbt seed` keeps the table and replaces its rows unless the CSV's columns "
                 "changed or it ran with --full-refresh)"
             )
+        elif up.materialized == "table" and not up.keeps_table:
+            why = (
+                f"{master} is a dbt `table` model, which every run replaces (`create or "
+                "replace table`), so its log starts anew and the models over it rebuild after "
+                "each run of it (configure it fast_refresh_keep_table: true to keep its table "
+                "and replace its rows, which capture then reads whole, as they were and as "
+                "they are, on each run; or make it an incremental or fast_refresh model)"
+            )
         elif up.materialized == "table":
             why = (
                 f"{master} is a dbt `table` model whose table its last run replaced, so its "
-                "log starts anew and the models over it rebuild once (a run keeps the table "
-                "and replaces its rows unless the model's columns or table options changed, "
+                "log starts anew and the models over it rebuild once (with "
+                "fast_refresh_keep_table, a run keeps the table and replaces its rows unless "
+                "the model's columns or table options changed, "
                 "it ran with --full-refresh, or its table was created by a release of "
                 "dbt-fastrefresh that did not record its options)"
             )

@@ -42,6 +42,7 @@ class Upstream:
     log: bool | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     materialized: str = ""  # the node's materialization (``seed`` for a seed); "": a source
+    keeps_table: bool = False  # a ``table`` model configured ``fast_refresh_keep_table``
 
 
 def upstream_of(model: Mapping[str, Any], graph: Mapping[str, Any]) -> tuple[Upstream, ...]:
@@ -77,7 +78,8 @@ def upstream_of(model: Mapping[str, Any], graph: Mapping[str, Any]) -> tuple[Ups
             if node.get("resource_type") == "source"
             else str(config.get("materialized") or node.get("resource_type"))
         )
-        found.setdefault(name, Upstream(name, uid, *_log_setting(uid, setting), kind))
+        keeps = config.get("fast_refresh_keep_table") is True
+        found.setdefault(name, Upstream(name, uid, *_log_setting(uid, setting), kind, keeps))
     return tuple(found.values())
 
 

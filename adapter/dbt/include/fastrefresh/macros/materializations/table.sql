@@ -1,15 +1,23 @@
 {#-
-  dbt-spark's table materialization, except for an Iceberg table with a materialized view
-  log (adapter/dbt/adapters/fastrefresh/engine/dbt_tables.py): when the model's query gives
+  dbt-spark's table materialization, except for a model configured
+  fast_refresh_keep_table: true whose Iceberg table has a materialized view log
+  (adapter/dbt/adapters/fastrefresh/engine/dbt_tables.py): when the model's query gives
   the table the same columns and the table was created with the model's options, the table
   is kept and its rows are replaced in one commit, so the log records only the rows the run
-  changed and the models over it refresh fast. Otherwise (no log, columns or options
-  changed, --full-refresh, a Python model) dbt-spark's materialization runs unchanged.
+  changed and the models over it refresh fast. Otherwise (not configured, no log, columns
+  or options changed, --full-refresh, a Python model) dbt-spark's materialization runs
+  unchanged.
 -#}
 {% materialization table, adapter='fastrefresh', supported_languages=['sql', 'python'] %}
+  {%- set keep = config.get('fast_refresh_keep_table', false) -%}
+  {%- if keep is not sameas true and keep is not sameas false -%}
+    {{ exceptions.raise_compiler_error(
+        "fast_refresh_keep_table of " ~ model['unique_id'] ~ " must be true or false, got "
+        ~ keep ~ ". Fix: fast_refresh_keep_table: true (keep the table and replace its rows) or false.") }}
+  {%- endif -%}
   {%- set identifier = model['alias'] -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
-  {%- if model['language'] != 'sql' or old_relation is none or not old_relation.is_table
+  {%- if not keep or model['language'] != 'sql' or old_relation is none or not old_relation.is_table
         or config.get('file_format', validator=validation.any[basestring]) != 'iceberg'
         or should_full_refresh() -%}
     {{ return(materialization_table_spark()) }}
