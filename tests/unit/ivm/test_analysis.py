@@ -512,6 +512,12 @@ def test_exists_and_in_filters_are_semi_joins_keyed_by_the_outer_table() -> None
             "(select 1 from shop.orders where order_id = customer_id)",
             "the query uses a subquery whose table has the alias of the outer table",
         ),
+        # The clash is named before the correlation is read (there `o` is the inner table).
+        (
+            "select order_id from shop.orders o where exists "
+            "(select 1 from shop.customers o where o.customer_id = 1)",
+            "the query uses a subquery whose table has the alias of the outer table",
+        ),
     ],
 )
 def test_subquery_filters_that_do_not_refresh_fast_are_named(sql: str, construct: str) -> None:

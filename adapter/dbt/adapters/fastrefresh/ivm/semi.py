@@ -114,13 +114,24 @@ def semi_joins(
         else:
             assert isinstance(inner, exp.Exists)
             found.append(_exists(inner, outer, master_of, anti=anti))
-    aliases = [outer.lower(), *(s.alias.lower() for s in found)]
+    aliases = [s.alias.lower() for s in found]
     if len(set(aliases)) != len(aliases):
-        raise SemiJoinError(
-            "a subquery whose table has the alias of the outer table or of another "
-            "subquery's table; alias them apart"
-        )
+        raise SemiJoinError(ALIAS_CLASH)
     return tuple(found)
+
+
+ALIAS_CLASH = (
+    "a subquery whose table has the alias of the outer table or of another subquery's "
+    "table; alias them apart"
+)
+
+
+def _apart(alias: str, outer: str) -> str:
+    """A subquery table's ``alias``, refused when it is the outer table's (before its
+    correlation is read: the outer alias inside it names its own table)."""
+    if alias.lower() == outer.lower():
+        raise SemiJoinError(ALIAS_CLASH)
+    return alias
 
 
 def _body(node: exp.Expression) -> exp.Select:
@@ -157,7 +168,7 @@ def _exists(
     body = _body(node)
     table = body.args.get("from_") or body.args.get("from")
     assert table is not None
-    alias = table.this.alias_or_name
+    alias = _apart(table.this.alias_or_name, outer)
     pairs = _correlation(body, outer, alias)
     if not pairs:
         raise SemiJoinError(
@@ -171,7 +182,7 @@ def _in(node: exp.In, outer: str, master_of: Callable[[exp.Table], TableName]) -
     body = _body(node)
     table = body.args.get("from_") or body.args.get("from")
     assert table is not None
-    alias = table.this.alias_or_name
+    alias = _apart(table.this.alias_or_name, outer)
     if len(body.expressions) != 1 or isinstance(node.this, exp.Tuple):
         raise SemiJoinError("IN (SELECT ...) of more than one column; write EXISTS")
     left, right = node.this, body.expressions[0].unalias()
