@@ -30,6 +30,28 @@ def test_a_rewrite_far_larger_than_its_changes_is_named_with_its_fix() -> None:
     ) in note
 
 
+def test_a_commit_that_replaced_every_row_is_named_so() -> None:
+    # A dbt `table` model kept with fast_refresh_keep_table: 2M rows out and in again.
+    whole = _commit(
+        deleted_data_files=2, deleted_records=2_000_000, added_records=2_000_000,
+        total_records=2_000_000,
+    )  # fmt: skip
+    note = capture.rewrite_note(M, [whole], 2_000)
+    assert note is not None
+    assert note.startswith(
+        "its commits replaced every row of db.orders (2,000,000 rows removed and added again) "
+        "for 2,000 log row(s)"
+    )
+    assert "drop fast_refresh_keep_table" in note and "ALTER TABLE" not in note
+    # With a copy-on-write update among the commits, the copy-on-write fix is named.
+    update = _commit(
+        deleted_data_files=1, deleted_records=2_000_000, added_records=2_000_000,
+        total_records=3_000_000,
+    )  # fmt: skip
+    note = capture.rewrite_note(M, [whole, update], 2_000)
+    assert note is not None and "ALTER TABLE db.orders SET TBLPROPERTIES" in note
+
+
 def test_small_or_proportionate_rewrites_and_other_commits_say_nothing() -> None:
     big = {"deleted_data_files": 4, "deleted_records": 2_000_000}
     # Under REWRITE_WARN_ROWS, however few the changes.

@@ -105,10 +105,21 @@ def rewrite_note(master: TableName, snapshots: Sequence[SnapshotInfo], log_rows:
     >>> rewrite_note(TableName("db", "m"), [s], 2_000)[:77]
     'its commits rewrote 2 whole data file(s) holding 3,000,000 rows (about 1,500,'
     """
-    counts = [s.rewritten for s in snapshots if s.operation != "replace"]
+    rewriting = [s for s in snapshots if s.operation != "replace" and s.rewritten[0]]
+    counts = [s.rewritten for s in rewriting]
     files, rows = sum(f for f, _ in counts), sum(r for _, r in counts)
     if not files or rows < REWRITE_WARN_ROWS or rows < REWRITE_WARN_RATIO * max(log_rows, 1):
         return None
+    if all(_replaced_every_row(s) for s in rewriting):
+        return (
+            f"its commits replaced every row of {master} ({rows:,} rows removed and added "
+            f"again) for {log_rows:,} log row(s): capture reads the table whole, as it was "
+            "and as it is, to find the few rows that changed. A `dbt seed`, a dbt `table` "
+            "model configured fast_refresh_keep_table or a job that rewrites the table "
+            "does that. Fix: where the models over it rebuild for less than two reads of "
+            "it, let the table be replaced (drop fast_refresh_keep_table); else change "
+            "only the rows that change (an incremental model, a job that MERGEs)."
+        )
     return (
         f"its commits rewrote {files:,} whole data file(s) holding {rows:,} rows (about "
         f"{rows // files:,} a file) for {log_rows:,} log row(s): capture reads every row of "
@@ -121,6 +132,13 @@ def rewrite_note(master: TableName, snapshots: Sequence[SnapshotInfo], log_rows:
         "('write.target-file-size-bytes'); a job that overwrites it: make it update the "
         "rows in place (MERGE)."
     )
+
+
+def _replaced_every_row(snapshot: SnapshotInfo) -> bool:
+    """Whether ``snapshot``'s commit removed rows and left only the rows it added (a
+    ``INSERT ... REPLACE WHERE TRUE``, an ``INSERT OVERWRITE`` of the whole table)."""
+    added, total = snapshot.count("added-records"), snapshot.count("total-records")
+    return added is not None and added == total and bool(snapshot.count("deleted-records"))
 
 
 def capture(env: Env, master: TableName) -> CaptureResult:
