@@ -38,18 +38,23 @@ def test_a_commit_that_replaced_every_row_is_named_so() -> None:
     )  # fmt: skip
     note = capture.rewrite_note(M, [whole], 2_000)
     assert note is not None
-    assert note.startswith(
-        "its commits replaced every row of db.orders (2,000,000 rows removed and added again) "
-        "for 2,000 log row(s)"
+    assert note.startswith("its commits rewrote 2 whole data file(s) holding 2,000,000 rows")
+    # (A copy-on-write update of a table's only file reads the same: its fix stays.)
+    assert "ALTER TABLE db.orders SET TBLPROPERTIES" in note
+    assert note.endswith(
+        "These commits left only the rows they added: where they replace its rows whole (a "
+        "dbt `table` model configured fast_refresh_keep_table, a job that rewrites the "
+        "table), let the table be replaced where the models over it rebuild for less than "
+        "two reads of it (drop fast_refresh_keep_table), else change only the rows that "
+        "change (an incremental model, a MERGE)."
     )
-    assert "drop fast_refresh_keep_table" in note and "ALTER TABLE" not in note
-    # With a copy-on-write update among the commits, the copy-on-write fix is named.
+    # With a commit that left other rows beside its own, that sentence is not said.
     update = _commit(
         deleted_data_files=1, deleted_records=2_000_000, added_records=2_000_000,
         total_records=3_000_000,
     )  # fmt: skip
     note = capture.rewrite_note(M, [whole, update], 2_000)
-    assert note is not None and "ALTER TABLE db.orders SET TBLPROPERTIES" in note
+    assert note is not None and "left only the rows" not in note
 
 
 def test_small_or_proportionate_rewrites_and_other_commits_say_nothing() -> None:

@@ -110,16 +110,6 @@ def rewrite_note(master: TableName, snapshots: Sequence[SnapshotInfo], log_rows:
     files, rows = sum(f for f, _ in counts), sum(r for _, r in counts)
     if not files or rows < REWRITE_WARN_ROWS or rows < REWRITE_WARN_RATIO * max(log_rows, 1):
         return None
-    if all(_replaced_every_row(s) for s in rewriting):
-        return (
-            f"its commits replaced every row of {master} ({rows:,} rows removed and added "
-            f"again) for {log_rows:,} log row(s): capture reads the table whole, as it was "
-            "and as it is, to find the few rows that changed. A `dbt seed`, a dbt `table` "
-            "model configured fast_refresh_keep_table or a job that rewrites the table "
-            "does that. Fix: where the models over it rebuild for less than two reads of "
-            "it, let the table be replaced (drop fast_refresh_keep_table); else change "
-            "only the rows that change (an incremental model, a job that MERGEs)."
-        )
     return (
         f"its commits rewrote {files:,} whole data file(s) holding {rows:,} rows (about "
         f"{rows // files:,} a file) for {log_rows:,} log row(s): capture reads every row of "
@@ -131,11 +121,24 @@ def rewrite_note(master: TableName, snapshots: Sequence[SnapshotInfo], log_rows:
         "(capture then reads only the rows the deletes name), or write it in smaller files "
         "('write.target-file-size-bytes'); a job that overwrites it: make it update the "
         "rows in place (MERGE)."
+        + (_WHOLE if all(_replaced_every_row(s) for s in rewriting) else "")
     )
 
 
+# Said too when every rewriting commit left only the rows it added: a copy-on-write
+# update of a table's only file reads so, and so does a table whose rows were replaced
+# whole, where merge-on-read does not help.
+_WHOLE = (
+    " These commits left only the rows they added: where they replace its rows whole (a dbt "
+    "`table` model configured fast_refresh_keep_table, a job that rewrites the table), let "
+    "the table be replaced where the models over it rebuild for less than two reads of it "
+    "(drop fast_refresh_keep_table), else change only the rows that change (an incremental "
+    "model, a MERGE)."
+)
+
+
 def _replaced_every_row(snapshot: SnapshotInfo) -> bool:
-    """Whether ``snapshot``'s commit removed rows and left only the rows it added (a
+    """Whether ``snapshot``'s commit removed rows and left only the rows it added (an
     ``INSERT ... REPLACE WHERE TRUE``, an ``INSERT OVERWRITE`` of the whole table)."""
     added, total = snapshot.count("added-records"), snapshot.count("total-records")
     return added is not None and added == total and bool(snapshot.count("deleted-records"))
