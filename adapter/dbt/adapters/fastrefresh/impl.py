@@ -357,12 +357,13 @@ class FastrefreshAdapter(SparkAdapter):
         return dbt_views.unchanged(self._env(), TableName.parse(relation), create_sql)
 
     @available.parse(lambda *args, **kwargs: False)
-    def fr_seed_keeps_table(self, relation: BaseRelation, columns: Any) -> bool:
+    def fr_seed_keeps_table(self, relation: BaseRelation, columns: Any, options: str) -> bool:
         """Whether ``dbt seed`` keeps the seed's table ``relation`` and replaces its rows in
-        one commit (``engine/seeds.py``): it has a materialized view log and the CSV's
-        ``columns`` ([name, type], ...) are its own. Remembered for ``fr_seed_replacing``."""
+        one commit (``engine/seeds.py``): it has a materialized view log, was created with
+        ``options`` (the seed's options fingerprint) and the CSV's ``columns`` ([name,
+        type], ...) are its own. Remembered for ``fr_seed_replacing``."""
         name = TableName.parse(relation)
-        keep = seeds.keeps_table(self._env(), name, columns)
+        keep = seeds.keeps_table(self._env(), name, columns, options)
         if keep:
             self.__dict__.setdefault("_seeds_kept", set()).add(str(name))
         return keep
@@ -387,7 +388,8 @@ class FastrefreshAdapter(SparkAdapter):
 
     @available.parse(lambda *args, **kwargs: "")
     def fr_table_options_property(self) -> str:
-        """The table property a ``table`` model's options fingerprint is recorded in."""
+        """The table property a seed's or ``table`` model's options fingerprint is
+        recorded in."""
         return dbt_tables.OPTIONS_PROPERTY
 
     @available.parse(lambda *args, **kwargs: False)

@@ -31,12 +31,12 @@ models over the table cost more to rebuild than two reads of it, or must refresh
 
 from __future__ import annotations
 
-from dbt.adapters.fastrefresh.engine.seeds import same_columns
+from dbt.adapters.fastrefresh.engine.seeds import OPTIONS_PROPERTY, same_columns
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
 
-OPTIONS_PROPERTY = "fast_refresh.table-options"
+__all__ = ["OPTIONS_PROPERTY", "keeps_table"]
 
 
 def keeps_table(env: Env, table: TableName, options: str, query: str) -> bool:

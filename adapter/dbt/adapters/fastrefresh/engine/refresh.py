@@ -970,7 +970,8 @@ class _Refresh:
                 f"{master} is a dbt seed whose table its last `dbt seed` dropped and "
                 "created again, so its log starts anew and the models over it rebuild once "
                 "(`dbt seed` keeps the table and replaces its rows unless the CSV's columns "
-                "changed or it ran with --full-refresh)"
+                "or the seed's table options changed, it ran with --full-refresh, or its table "
+                "was created by a release of dbt-fastrefresh that did not record its options)"
             )
         elif up.materialized == "table" and not up.keeps_table:
             why = (

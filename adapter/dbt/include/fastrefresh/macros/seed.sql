@@ -1,8 +1,9 @@
 {#-
   `dbt seed` of a table with a materialized view log keeps the table and replaces its rows
   in one commit, so the log records only the rows that changed and the models over the
-  seed refresh fast (engine/seeds.py). Otherwise (no log, columns changed, --full-refresh)
-  dbt-spark's seed runs unchanged: the table is dropped and created again.
+  seed refresh fast (engine/seeds.py). Otherwise (no log, columns or table options
+  changed, --full-refresh) dbt-spark's seed runs unchanged: the table is dropped and
+  created again.
 -#}
 {% macro fastrefresh__reset_csv_table(model, full_refresh, old_relation, agate_table) %}
   {%- set column_override = model['config'].get('column_types', {}) -%}
@@ -11,7 +12,7 @@
     {%- set inferred_type = adapter.convert_type(agate_table, loop.index0) -%}
     {%- do columns.append([col_name | string, column_override.get(col_name, inferred_type)]) -%}
   {%- endfor -%}
-  {%- if old_relation and not full_refresh and adapter.fr_seed_keeps_table(old_relation, columns) -%}
+  {%- if old_relation and not full_refresh and adapter.fr_seed_keeps_table(old_relation, columns, fastrefresh__seed_options()) -%}
     {%- if agate_table.rows | length == 0 -%}
       {#- dbt loads no rows then (no load_csv_rows): the table's go in one commit here -#}
       {%- do adapter.fr_seed_replacing(old_relation) -%}
@@ -24,6 +25,40 @@
   {%- endif -%}
   {{ return(spark__reset_csv_table(model, full_refresh, old_relation, agate_table)) }}
 {% endmacro %}
+
+
+{#-
+  dbt-spark's create_csv_table; an Iceberg seed's table then records the fingerprint of its
+  options (fastrefresh__seed_options) as a table property, which fastrefresh__reset_csv_table
+  compares on the next `dbt seed`: one metadata commit, made only when the table is created.
+-#}
+{% macro fastrefresh__create_csv_table(model, agate_table) %}
+  {%- set sql = spark__create_csv_table(model, agate_table) -%}
+  {%- if config.get('file_format', validator=validation.any[basestring]) == 'iceberg' -%}
+    {% call statement('_') -%}
+      alter table {{ this.render() }} set tblproperties (
+        '{{ adapter.fr_table_options_property() }}' = '{{ fastrefresh__seed_options() }}')
+    {%- endcall %}
+  {%- endif -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+
+{#-
+  The fingerprint of a seed's options: the clauses dbt-spark's create_csv_table writes
+  after the table's columns (format, partitioning, bucketing, location, comment). A seed's
+  table keeps its rows across `dbt seed`s only while this is what it was created with.
+-#}
+{% macro fastrefresh__seed_options() -%}
+  {%- set clauses -%}
+    {{ file_format_clause() }}
+    {{ partition_cols(label="partitioned by") }}
+    {{ clustered_cols(label="clustered by") }}
+    {{ location_clause() }}
+    {{ comment_clause() }}
+  {%- endset -%}
+  {{ return(local_md5(clauses.split() | join(' '))) }}
+{%- endmacro %}
 
 
 {% macro fastrefresh__load_csv_rows(model, agate_table) %}
