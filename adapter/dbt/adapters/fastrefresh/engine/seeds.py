@@ -20,6 +20,7 @@ created as dbt-spark does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
@@ -46,11 +47,38 @@ def keeps_table(env: Env, table: TableName, columns: Sequence[Sequence[str]], op
 
 def same_columns(meta: TableMeta, columns: Sequence[Sequence[str]]) -> bool:
     """Whether ``meta``'s columns are ``columns`` ((name, type), in order; names in any
-    case, types as Spark writes them)."""
-    wanted = [(str(n).lower(), _type(str(t))) for n, t in columns]
-    return [(c.name.lower(), _type(c.type)) for c in meta.columns] == wanted
+    case, types as the Iceberg table ``meta`` stores them: ``iceberg_type``)."""
+    wanted = [(str(n).lower(), iceberg_type(str(t))) for n, t in columns]
+    return [(c.name.lower(), iceberg_type(c.type)) for c in meta.columns] == wanted
 
 
-def _type(text: str) -> str:
-    """A column type as Spark writes it (``DECIMAL(10, 2)`` -> ``decimal(10,2)``)."""
-    return "".join(text.lower().split())
+# Spark's names for a type that an Iceberg table reports by another: Spark's aliases
+# (INTEGER, LONG, REAL, NUMERIC, DEC) and the types Iceberg does not have, which it stores
+# as a wider one (SMALLINT/SHORT and TINYINT/BYTE as int, TIMESTAMP_LTZ is TIMESTAMP; CHAR
+# and VARCHAR as string, below).
+_ICEBERG_NAMES = {
+    "integer": "int", "long": "bigint", "short": "int", "smallint": "int", "byte": "int",
+    "tinyint": "int", "real": "float", "numeric": "decimal", "dec": "decimal",
+    "timestamp_ltz": "timestamp",
+}  # fmt: skip
+_WORD = re.compile(r"[a-z_][a-z0-9_]*")
+_CHARS = re.compile(r"\b(?:var)?char(?:acter)?\(\d+\)")
+_DECIMAL = re.compile(r"\bdecimal\b(?:\((\d+)(?:,(\d+))?\))?")
+
+
+def iceberg_type(text: str) -> str:
+    """A column type as an Iceberg table created with it reports it (``DESCRIBE``):
+    lowercase, without spaces, Spark's aliases and the types Iceberg lacks by the name of
+    the type it stores (a seed's ``column_types`` of ``integer``, ``smallint`` or
+    ``varchar(10)``, a query's ``CAST(... AS SMALLINT)``: ``int``, ``int``, ``string``), a
+    decimal with its precision and scale (``decimal`` is ``decimal(10,0)``). Nested types
+    too (a struct's field names pass through the same words on both sides compared).
+
+    >>> iceberg_type("DECIMAL(10, 2)"), iceberg_type("Integer"), iceberg_type("numeric")
+    ('decimal(10,2)', 'int', 'decimal(10,0)')
+    >>> iceberg_type("struct<x: long, y: VARCHAR(3)>"), iceberg_type("array<smallint>")
+    ('struct<x:bigint,y:string>', 'array<int>')
+    """
+    flat = _CHARS.sub("string", "".join(text.lower().split()))
+    flat = _WORD.sub(lambda m: _ICEBERG_NAMES.get(m.group(0), m.group(0)), flat)
+    return _DECIMAL.sub(lambda m: f"decimal({m.group(1) or 10},{m.group(2) or 0})", flat)
