@@ -100,6 +100,50 @@ def test_a_changed_definition_names_an_upstream_that_switched_materialization() 
     )
 
 
+def test_a_lost_history_is_put_down_to_dbt_only_when_dbt_made_the_table_anew() -> None:
+    """A log on a seed or a kept ``table`` model lost its history: the reason says dbt
+    replaced the table only when the history says the table was made anew, not when its
+    log was created again, rolled back or its snapshots expired. A ``table`` model that
+    every run replaces is said to be one whatever the cause."""
+    from dbt.adapters.fastrefresh.engine.refresh import _Refresh
+    from dbt.adapters.fastrefresh.engine.upstream import Upstream
+    from dbt.adapters.fastrefresh.iceberg.tables import SnapshotInfo, chain_after
+    from dbt.adapters.fastrefresh.protocol.decisions import Reason
+
+    seed, table, kept = (TableName("s", n) for n in ("seed", "t", "kept"))
+    refresh = object.__new__(_Refresh)
+    refresh.upstream = (
+        Upstream(seed, "seed.p.seed", materialized="seed"),
+        Upstream(table, "model.p.t", materialized="table"),
+        Upstream(kept, "model.p.kept", materialized="table", keeps_table=True),
+    )
+    old = {1: SnapshotInfo(1, None, "append", T0), 2: SnapshotInfo(2, 1, "append", T1)}
+    histories = {
+        "dropped": chain_after({5: SnapshotInfo(5, None, "append", T3)}, 5, 2).gap,
+        "replaced": chain_after({**old, 5: SnapshotInfo(5, None, "overwrite", T3)}, 5, 2).gap,
+        "rolled back": chain_after({**old, 3: SnapshotInfo(3, 1, "append", T2)}, 3, 2).gap,
+    }
+
+    def said(master: TableName, why: str | None) -> str:
+        reason = Reason(
+            ReasonCode.LOG_YOUNGER,
+            f"the materialized view log {master.schema}.mlog__{master.table} is younger than "
+            f"the view's last refresh ({why}; Oracle: ORA-12034)",
+        )
+        return refresh._replaced_by_dbt(master, reason).detail
+
+    dbt_seed = "is a dbt seed whose table its last `dbt seed` dropped and created again"
+    assert dbt_seed in said(seed, f"history lost: {histories['dropped']}")
+    for why in (f"history lost: {histories['rolled back']}", "log created"):
+        assert "dbt seed" not in said(seed, why), why
+    kept_replaced = "is a dbt `table` model whose table its last run replaced"
+    assert kept_replaced in said(kept, f"history lost: {histories['replaced']}")
+    assert "dbt `table` model" not in said(kept, f"history lost: {histories['rolled back']}")
+    every_run = "is a dbt `table` model, which every run replaces"
+    for why in (f"history lost: {histories['replaced']}", "log created"):
+        assert every_run in said(table, why), why
+
+
 def test_an_unknown_refresh_method_is_refused_before_any_statement() -> None:
     from dbt.adapters.fastrefresh.engine.inspection import refresh_mviews
 

@@ -116,7 +116,34 @@ def test_chain_after_finds_the_new_commits_or_the_gap() -> None:
     assert "not an ancestor" in (chain_after(s, 4, 99).gap or "")
     del s[2]
     assert "expired" in (chain_after(s, 4, 1).gap or "")
-    assert "dropped and recreated" in (chain_after({}, None, 3).gap or "")
+    assert "dropped and created again" in (chain_after({}, None, 3).gap or "")
+
+
+def test_a_gap_says_how_the_history_was_lost() -> None:
+    """Snapshot 2 captured; then the table dropped and created (2 gone from its metadata),
+    replaced (a new first snapshot, after 2: Iceberg keeps the old ones), rolled back (to
+    1, then a commit 3 on it) or its snapshots expired (1 of 1-3-4 gone)."""
+    at = {i: T0 + dt.timedelta(minutes=i) for i in range(1, 6)}
+    old = {1: SnapshotInfo(1, None, "append", at[1]), 2: SnapshotInfo(2, 1, "append", at[2])}
+    dropped = {5: SnapshotInfo(5, None, "append", at[5])}
+    replaced = {**old, 5: SnapshotInfo(5, None, "overwrite", at[5])}
+    rolled_back = {**old, 3: SnapshotInfo(3, 1, "append", at[3])}
+    expired = {3: SnapshotInfo(3, 1, "append", at[3]), 4: SnapshotInfo(4, 3, "append", at[4])}
+    gaps = {
+        "dropped": chain_after(dropped, 5, 2).gap or "",
+        "replaced": chain_after(replaced, 5, 2).gap or "",
+        "rolled back": chain_after(rolled_back, 3, 2).gap or "",
+        "expired": chain_after(expired, 4, 2).gap or "",
+    }
+    assert "the table was dropped and created again" in gaps["dropped"]
+    assert (
+        "replaced (CREATE OR REPLACE TABLE), its history starting again at snapshot 5"
+        in (gaps["replaced"])
+    )
+    assert gaps["rolled back"].endswith("the table was rolled back past it")
+    assert "its snapshots were expired" in gaps["expired"]
+    assert "dropped" not in gaps["replaced"] + gaps["rolled back"] + gaps["expired"]
+    assert "replaced" not in gaps["dropped"] + gaps["rolled back"] + gaps["expired"]
 
 
 def test_an_expired_capture_point_is_a_gap_when_the_next_commit_reads_at_it() -> None:

@@ -46,7 +46,13 @@ from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read
 from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import Column
-from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state
+from dbt.adapters.fastrefresh.iceberg.tables import (
+    GAP_RECREATED,
+    GAP_REPLACED,
+    Found,
+    TableMeta,
+    latest_state,
+)
 from dbt.adapters.fastrefresh.ivm import sqlgen
 from dbt.adapters.fastrefresh.ivm.analysis import (
     DIALECT,
@@ -961,11 +967,15 @@ class _Refresh:
         """``reason``, saying why when the log that lost its history is on a dbt seed or
         ``table`` model: dbt replaced that table (``dbt seed`` drops and creates it, a
         ``table`` model's ``CREATE OR REPLACE``) rather than its rows (``engine/seeds.py``,
-        ``engine/dbt_tables.py``), and a log cannot read changes across a new table."""
+        ``engine/dbt_tables.py``), and a log cannot read changes across a new table. Said
+        of a seed or a kept ``table`` model only when the history lost says its table was
+        made anew (not a log dropped and created, a rollback or expired snapshots); of a
+        ``table`` model that every run replaces, always."""
         up = next((u for u in self.upstream if u.relation == master), None)
         if reason.code is not ReasonCode.LOG_YOUNGER or up is None:
             return reason
-        if up.materialized == "seed":
+        made_anew = GAP_RECREATED in reason.detail or GAP_REPLACED in reason.detail
+        if up.materialized == "seed" and made_anew:
             why = (
                 f"{master} is a dbt seed whose table its last `dbt seed` dropped and "
                 "created again, so its log starts anew and the models over it rebuild once "
@@ -981,7 +991,7 @@ class _Refresh:
                 "and replace its rows, which capture then reads whole, as they were and as "
                 "they are, on each run; or make it an incremental or fast_refresh model)"
             )
-        elif up.materialized == "table":
+        elif up.materialized == "table" and made_anew:
             why = (
                 f"{master} is a dbt `table` model whose table its last run replaced, so its "
                 "log starts anew and the models over it rebuild once (with "

@@ -148,6 +148,12 @@ def latest_state(meta: TableMeta, key: str, history: History) -> Found:
 # and a replace (compaction) is not captured at all.
 PARENT_FREE = ("append", "replace")
 
+# What a gap says when the table itself was made anew (``chain_after``): the log of a dbt
+# seed or ``table`` model lost its history to dbt then, and to something else otherwise
+# (``engine/refresh.py`` tells the two apart by these).
+GAP_RECREATED = "the table was dropped and created again"
+GAP_REPLACED = "the table was replaced (CREATE OR REPLACE TABLE)"
+
 
 @dataclass(frozen=True)
 class Chain:
@@ -162,8 +168,11 @@ def chain_after(history: History, current: int | None, captured_through: int | N
 
     ``captured_through`` None means the log was created on a table without any commit, so
     every ancestor counts. A ``captured_through`` that is not an ancestor of ``current``
-    (rolled back, table dropped and recreated, snapshots expired) is a gap, and so is an
-    expired ``captured_through`` whose next commit removed rows (capture reads them there).
+    is a gap, which says why as far as the history tells: the table dropped and created
+    again (``captured_through`` is not in its metadata), replaced (it is, and the current
+    history starts after it) or rolled back (it is, and the current history starts before
+    it), or its snapshots expired (an ancestor of ``current`` is gone). So is an expired
+    ``captured_through`` whose next commit removed rows (capture reads them there).
 
     >>> h = {1: SnapshotInfo(1, None, "append", None), 2: SnapshotInfo(2, 1, "overwrite", None)}
     >>> [x.snapshot_id for x in chain_after(h, 2, 1).snapshots]
@@ -175,7 +184,8 @@ def chain_after(history: History, current: int | None, captured_through: int | N
         if captured_through is None:
             return Chain(())
         return Chain((), f"the table has no current snapshot, but snapshot {captured_through} "
-                         "was captured before (the table was dropped and recreated)")  # fmt: skip
+                         f"was captured before ({GAP_RECREATED}, or replaced, and has had no "
+                         "commit since)")  # fmt: skip
     found: list[SnapshotInfo] = []
     cursor: int | None = current
     while cursor is not None and cursor != captured_through:
@@ -186,12 +196,9 @@ def chain_after(history: History, current: int | None, captured_through: int | N
         found.append(snapshot)
         cursor = snapshot.parent_id
     if cursor != captured_through:
-        return Chain(
-            (),
-            f"snapshot {captured_through}, up to which changes were captured, is not an "
-            "ancestor of the current snapshot (the table was dropped and recreated, rolled "
-            "back, or its snapshots were expired)",
-        )
+        why = _lost(history, found, captured_through)
+        return Chain((), f"snapshot {captured_through}, up to which changes were captured, "
+                         f"is not an ancestor of the current snapshot: {why}")  # fmt: skip
     first = found[-1] if found else None
     if (
         first is not None
@@ -204,6 +211,20 @@ def chain_after(history: History, current: int | None, captured_through: int | N
                          "is no longer in the table's metadata (its snapshots were expired), "
                          f"and the rows commit {first.snapshot_id} removed are read there")  # fmt: skip
     return Chain(tuple(reversed(found)))
+
+
+def _lost(history: History, found: list[SnapshotInfo], captured_through: int | None) -> str:
+    """Why ``captured_through`` is not an ancestor of the history ``found`` walked back to
+    its first snapshot (``chain_after``)."""
+    captured = None if captured_through is None else history.get(captured_through)
+    if captured is None:
+        return f"{GAP_RECREATED} (or rolled back past it, and that snapshot expired since)"
+    first = found[-1] if found else None
+    if first is not None and first.committed_at and captured.committed_at:
+        if first.committed_at > captured.committed_at:
+            return f"{GAP_REPLACED}, its history starting again at snapshot {first.snapshot_id}"
+        return "the table was rolled back past it"
+    return f"{GAP_REPLACED} or rolled back past it"
 
 
 @dataclass(frozen=True)
