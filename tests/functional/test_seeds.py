@@ -26,9 +26,15 @@ seeds:
       partition_by: ["name"]
 """
 
+# The query reads a temporary view its pre-hook creates, new in each run (the tests' dbt
+# runs share one Spark session): whether the table is kept is asked after the pre-hooks.
 REGIONS_TABLE = """
-{{{{ config(materialized='table', file_format='iceberg'{options}) }}}}
-select id, name from {{{{ ref('regions') }}}}
+{{%- set src = 'regions_src_' ~ invocation_id | replace('-', '_') -%}}
+{{{{ config(materialized='table', file_format='iceberg'{options}, pre_hook="create or replace
+    temporary view {{{{ 'regions_src_' ~ invocation_id | replace('-', '_') }}}} as
+    select id, name from {{{{ ref('regions') }}}}") }}}}
+-- depends_on: {{{{ ref('regions') }}}}
+select id, name from {{{{ src }}}}
 """
 MODELS = {
     "sources.yml": """

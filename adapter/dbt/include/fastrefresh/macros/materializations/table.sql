@@ -5,8 +5,10 @@
   the table the same columns and the table was created with the model's options, the table
   is kept and its rows are replaced in one commit, so the log records only the rows the run
   changed and the models over it refresh fast. Otherwise (not configured, no log, columns
-  or options changed, --full-refresh, a Python model) dbt-spark's materialization runs
-  unchanged.
+  or options changed, --full-refresh, a Python model) the model is built as dbt-spark's
+  materialization builds it: by that materialization itself when the table could not be
+  kept whatever the query, else (columns or options changed, found after the pre-hooks
+  ran) by the same create_table_as.
 -#}
 {% materialization table, adapter='fastrefresh', supported_languages=['sql', 'python'] %}
   {%- set keep = config.get('fast_refresh_keep_table', false) -%}
@@ -23,24 +25,27 @@
     {{ return(materialization_table_spark()) }}
   {%- endif -%}
   {%- set contract_config = config.get('contract') -%}
-  {#- with an enforced contract, dbt-spark's create_table_as selects the contract's columns,
-      in its order: the rows are written so too -#}
-  {%- set query = get_select_subquery(compiled_code) if contract_config.enforced else compiled_code -%}
-  {%- if not adapter.fr_table_keeps_rows(old_relation, fastrefresh__table_options(), query) -%}
-    {{ return(materialization_table_spark()) }}
-  {%- endif -%}
-
   {%- set target_relation = old_relation.incorporate(type='table') -%}
   {%- set grant_config = config.get('grants') -%}
 
   {{ run_hooks(pre_hooks) }}
 
-  {%- if contract_config.enforced -%}
+  {#- Asked after the pre-hooks, which may create what the query reads. With an enforced
+      contract, dbt-spark's create_table_as selects the contract's columns, in its order:
+      the rows are written so too. -#}
+  {%- set query = get_select_subquery(compiled_code) if contract_config.enforced else compiled_code -%}
+  {%- set keep_rows = adapter.fr_table_keeps_rows(old_relation, fastrefresh__table_options(), query) -%}
+  {%- if keep_rows and contract_config.enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
   {%- endif -%}
   {% call statement('main') -%}
+    {%- if keep_rows %}
     insert into {{ target_relation.render() }} replace where true
     {{ query }}
+    {%- else %}
+    {#- as dbt-spark's table materialization builds an Iceberg table it replaces -#}
+    {{ create_table_as(False, target_relation, compiled_code, 'sql') }}
+    {%- endif %}
   {%- endcall %}
 
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
