@@ -19,7 +19,9 @@
   {%- endif -%}
   {%- set identifier = model['alias'] -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
+  {#- (a table that is not Iceberg yet is dropped by dbt-spark's materialization first) -#}
   {%- if not keep or model['language'] != 'sql' or old_relation is none or not old_relation.is_table
+        or not old_relation.is_iceberg
         or config.get('file_format', validator=validation.any[basestring]) != 'iceberg'
         or should_full_refresh() -%}
     {{ return(materialization_table_spark()) }}
