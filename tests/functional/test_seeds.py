@@ -100,9 +100,8 @@ class TestSeeds(FastRefreshProject):
                 "test": {
                     "regions": {
                         "+mview_log": {"key": ["id"]},
-                        # an empty CSV infers no types: these keep the table's (in
-                        # Spark's other words for them, as the Iceberg table does not say
-                        # them: it stores bigint and string)
+                        # an empty CSV infers no types: these keep the table's, in
+                        # words the Iceberg table does not use (it says bigint, string)
                         "+column_types": {"id": "long", "name": "varchar(20)"},
                     }
                 },
