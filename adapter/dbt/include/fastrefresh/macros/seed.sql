@@ -46,18 +46,12 @@
 
 {#-
   The fingerprint of a seed's options: the clauses dbt-spark's create_csv_table writes
-  after the table's columns (format, partitioning, bucketing, location, comment). A seed's
-  table keeps its rows across `dbt seed`s only while this is what it was created with.
+  after the table's columns (format, partitioning, bucketing, location, comment; those of
+  a table model without its options and tblproperties). A seed's table keeps its rows
+  across `dbt seed`s only while this is what it was created with.
 -#}
 {% macro fastrefresh__seed_options() -%}
-  {%- set clauses -%}
-    {{ file_format_clause() }}
-    {{ partition_cols(label="partitioned by") }}
-    {{ clustered_cols(label="clustered by") }}
-    {{ location_clause() }}
-    {{ comment_clause() }}
-  {%- endset -%}
-  {{ return(local_md5(clauses.split() | join(' '))) }}
+  {{ return(fastrefresh__table_options(seed=true)) }}
 {%- endmacro %}
 
 

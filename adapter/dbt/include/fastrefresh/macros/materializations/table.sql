@@ -67,13 +67,16 @@
   The fingerprint of a table model's options: the clauses dbt-spark's create_table_as
   writes between the table's name and its query (format, options, properties,
   partitioning, bucketing, location, comment). A table model's table keeps its rows across
-  runs only while this is what it was created with.
+  runs only while this is what it was created with. seed: the clauses of a seed's table
+  (dbt-spark's create_csv_table writes no options or tblproperties), fastrefresh__seed_options.
 -#}
-{% macro fastrefresh__table_options() -%}
+{% macro fastrefresh__table_options(seed=false) -%}
   {%- set clauses -%}
     {{ file_format_clause() }}
+    {%- if not seed %}
     {{ options_clause() }}
     {{ spark__tblproperties_clause() }}
+    {%- endif %}
     {{ partition_cols(label="partitioned by") }}
     {{ clustered_cols(label="clustered by") }}
     {{ location_clause() }}
