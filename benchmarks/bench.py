@@ -44,9 +44,11 @@ import datetime as dt
 import os
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -565,6 +567,13 @@ def view_mode_sweep(spark: Any, dbt: Dbt, plan: Plan, rows_out: list[dict[str, A
                 recent_round(spark, dbt, views, "view_mode", "commit_scn", rows, fraction, 19,
                              100 * round_no + repeat, repeat, capture_first=True)
             )  # fmt: skip
+
+
+def spread(values: Sequence[float], digits: int) -> str:
+    """A report's table cells ``median | min | max`` of ``values``, ``digits`` decimals."""
+    return " | ".join(
+        f"{v:.{digits}f}" for v in (statistics.median(values), min(values), max(values))
+    )
 
 
 def machine() -> str:

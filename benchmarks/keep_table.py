@@ -29,7 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import machine  # noqa: E402
+from bench import machine, spread  # noqa: E402
 
 SCHEMA = "keep_table"
 STEPS = (
@@ -119,9 +119,7 @@ def report(out: Path, rows: int, found: dict[str, list[float]]) -> None:
         "|---|---:|---:|---:|",
     ]
     for step, values in found.items():
-        lines.append(
-            f"| {step} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |"
-        )
+        lines.append(f"| {step} | {spread(values, 2)} |")
     out.mkdir(parents=True, exist_ok=True)
     (out / "README.md").write_text("\n".join(lines) + "\n")
 

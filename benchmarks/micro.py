@@ -25,7 +25,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench import machine  # noqa: E402
+from bench import machine, spread  # noqa: E402
 
 ROWS = 1_000_000
 
@@ -125,10 +125,7 @@ def report(out: Path, results: list[tuple[str, str, list[float]]], minutes: floa
         "|---|---|---:|---:|---:|",
     ]
     for group, label, values in results:
-        lines.append(
-            f"| {group} | {label} | {statistics.median(values):.0f} | {min(values):.0f} "
-            f"| {max(values):.0f} |"
-        )
+        lines.append(f"| {group} | {label} | {spread(values, 0)} |")
     out.mkdir(parents=True, exist_ok=True)
     (out / "README.md").write_text("\n".join(lines) + "\n")
 
