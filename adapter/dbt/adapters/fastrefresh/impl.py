@@ -390,7 +390,7 @@ class FastrefreshAdapter(SparkAdapter):
     def fr_table_options_property(self) -> str:
         """The table property a seed's or ``table`` model's options fingerprint is
         recorded in."""
-        return dbt_tables.OPTIONS_PROPERTY
+        return seeds.OPTIONS_PROPERTY
 
     @available.parse(lambda *args, **kwargs: False)
     def fr_views_replace_in_place(self) -> bool:

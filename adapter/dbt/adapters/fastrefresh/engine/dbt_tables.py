@@ -36,8 +36,6 @@ from dbt.adapters.fastrefresh.mlog.ddl import load_log
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
 
-__all__ = ["OPTIONS_PROPERTY", "keeps_table"]
-
 
 def keeps_table(env: Env, table: TableName, options: str, query: str) -> bool:
     """Whether the ``table`` model building ``table`` with ``query`` keeps it and replaces
