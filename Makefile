@@ -104,7 +104,7 @@ postgres-deps:
 # Several dbt processes on one shared catalog: an Iceberg JDBC catalog on a PostgreSQL
 # server the tests start (Debian's postgresql and libpostgresql-jdbc-java, installed by
 # postgres-deps). The multi-process tests (tests/shared), then the seed traces, the
-# materialization, threads, dbt-basics, view-model, added-column and registry tests with
+# materialization, threads, dbt-basics, view-model, added-column, registry and seed tests with
 # the session's catalog on that server, leases on (about 22 minutes with both in one
 # process, measured 2026-11-28). The latter runs in two pytest workers, each with its own PostgreSQL
 # server and warehouse: 778 s against 1,038 s in one process (2 cores, 2026-11-30, on a
@@ -112,7 +112,7 @@ postgres-deps:
 SHARED_TESTS ?= tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py \
   tests/functional/test_concurrency.py tests/functional/test_dbt_basics.py \
   tests/functional/test_view_models.py tests/functional/test_added_columns.py \
-  tests/functional/test_registry.py
+  tests/functional/test_registry.py tests/functional/test_seeds.py
 test-shared: check-java postgres-deps $(STAMP)
 	$(BIN)/pytest -m shared -p no:xdist $(PYTEST_ARGS) tests/shared
 	FASTREFRESH_TEST_CATALOG=jdbc $(BIN)/pytest -m "not slow" $(XDIST) $(PYTEST_ARGS) $(SHARED_TESTS)

@@ -14,6 +14,7 @@ import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
 from tests.functional.dbt_project import FastRefreshProject
+from tests.functional.sites import SHARED
 
 SEED = "id,name\n1,north\n2,south\n3,east\n4,west\n"
 CHANGED = "id,name\n1,north\n2,SOUTH\n3,east\n5,centre\n"  # 2 renamed, 4 gone, 5 new
@@ -204,3 +205,93 @@ class TestSeeds(FastRefreshProject):
         _, out = run_dbt_and_capture(["run", "-s", "regions_table"], expect_pass=False)
         assert "fast_refresh_keep_table of model.test.regions_table must be true or false" in out
         assert self.rows(project, table) == before
+
+
+# A seed and a kept `table` model left at dbt-spark's default file_format (parquet). On a
+# shared catalog (Iceberg's SparkCatalog) `USING parquet` creates an Iceberg table, so
+# both keep their tables as those configured iceberg do; on the embedded default they are
+# Hive tables, which the views over them cannot read changes from.
+PLAIN_FORMAT = {
+    "cities_table.sql": """
+{{ config(materialized='table', fast_refresh_keep_table=true{options}) }}
+select id, name from {{ ref('cities') }}
+""",
+    "over_cities.sql": """
+{{ config(materialized='fast_refresh') }}
+select id, upper(name) as name from {{ ref('cities') }}
+""",
+    "over_cities_table.sql": """
+{{ config(materialized='fast_refresh') }}
+select id, name from {{ ref('cities_table') }}
+""",
+}
+PLAIN_QUERIES = {
+    "over_cities": "select id, upper(name) as name from {s}.cities",
+    "over_cities_table": "select id, name from {s}.cities",
+}
+
+
+class TestDefaultFileFormat(FastRefreshProject):
+    @pytest.fixture(scope="class")
+    def seeds(self) -> dict[str, str]:
+        return {"cities.csv": SEED}
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            name: sql.replace("{options}", "") if name == "cities_table.sql" else sql
+            for name, sql in PLAIN_FORMAT.items()
+        }
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self) -> dict[str, Any]:
+        keyed = {"+mview_log": {"key": ["id"]}}
+        return {
+            "seeds": {"test": {"cities": keyed}},
+            "models": {"test": {"cities_table": keyed}},
+        }
+
+    def same(self, project: Any) -> None:
+        s = project.test_schema
+        for name, query in PLAIN_QUERIES.items():
+            view = self.rows(project, f"select * from {s}.{name}")
+            assert sorted(view) == sorted(self.rows(project, query.format(s=s))), name
+
+    def test_parquet_seeds_and_table_models_are_kept_where_they_are_iceberg(
+        self, ready: Any
+    ) -> None:
+        project, s = ready, ready.test_schema
+        run_dbt(["seed"])
+        run_dbt(["run"])
+        write_file(CHANGED, project.project_root, "seeds", "cities.csv")
+        run_dbt(["seed"])
+        _, out = run_dbt_and_capture(["run"])
+        if not SHARED:
+            for name in PLAIN_QUERIES:
+                assert f"COMPLETE refresh of {s}.{name}" in out, out
+            assert f"{s}.cities is not a known master table: it is a 'hive' table" in out, out
+            self.same(project)
+            return
+        assert f"FAST refresh of {s}.over_cities: 4 log row(s)" in out, out
+        assert f"FAST refresh of {s}.over_cities_table: 4 log row(s)" in out, out
+        self.same(project)
+        # New table options: the table model's table is dropped and created as dbt-spark
+        # does (its create_table_as creates a parquet-configured table, it cannot replace
+        # it), and the view over it rebuilds once, saying why.
+        options = ", tblproperties={'write.metadata.previous-versions-max': '50'}"
+        write_file(
+            PLAIN_FORMAT["cities_table.sql"].replace("{options}", options),
+            project.project_root,
+            "models",
+            "cities_table.sql",
+        )
+        _, out = run_dbt_and_capture(["run"])
+        assert f"{s}.cities_table is a dbt `table` model whose table its last run replaced" in out
+        properties = dict(self.rows(project, f"show tblproperties {s}.cities_table"))
+        assert properties.get("write.metadata.previous-versions-max") == "50", properties
+        write_file(SEED, project.project_root, "seeds", "cities.csv")
+        run_dbt(["seed"])
+        _, out = run_dbt_and_capture(["run"])
+        assert f"FAST refresh of {s}.over_cities: 4 log row(s)" in out, out
+        assert f"FAST refresh of {s}.over_cities_table: 4 log row(s)" in out, out
+        self.same(project)

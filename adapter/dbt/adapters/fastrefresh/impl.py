@@ -399,6 +399,14 @@ class FastrefreshAdapter(SparkAdapter):
         materialization drops the view first: behind Iceberg's ``SparkSessionCatalog`` on a
         Hive metastore (the embedded default) the metastore keeps the old query
         (apache/iceberg#15490), and a cluster's catalog cannot be seen from here."""
+        return self.fr_tables_are_iceberg()
+
+    @available.parse(lambda *args, **kwargs: False)
+    def fr_tables_are_iceberg(self) -> bool:
+        """Whether every table created here is an Iceberg table, whatever a model's or
+        seed's ``file_format``: on a shared catalog (Iceberg's ``SparkCatalog``), ``USING
+        parquet`` (dbt-spark's default), ``avro`` or ``orc`` creates an Iceberg table that
+        writes its data files in that format, and any other format is refused."""
         return getattr(self.config.credentials, "shared_catalog", None) is not None
 
     @available.parse(_parse_stub)

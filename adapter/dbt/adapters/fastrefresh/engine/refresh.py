@@ -379,7 +379,8 @@ def not_a_master(env: Env, name: TableName) -> str:
         return (
             f"it is a '{meta.provider or 'non-Iceberg'}' table, and changes are read from "
             "Iceberg snapshots. Fix: make it an Iceberg table (`file_format='iceberg'` in "
-            "its dbt model's config, or `+file_format: iceberg` for the project's models; "
+            "its dbt model's or seed's config, or `+file_format: iceberg` for the "
+            "project's models and seeds; "
             f"CREATE TABLE ... USING iceberg AS SELECT * FROM {name} for a source)"
         )
     return "it was not read as one. Fix: run the model again"

@@ -34,7 +34,7 @@
 -#}
 {% macro fastrefresh__create_csv_table(model, agate_table) %}
   {%- set sql = spark__create_csv_table(model, agate_table) -%}
-  {%- if config.get('file_format', validator=validation.any[basestring]) == 'iceberg' -%}
+  {%- if fastrefresh__creates_iceberg() -%}
     {% call statement('_') -%}
       alter table {{ this.render() }} set tblproperties (
         '{{ adapter.fr_table_options_property() }}' = '{{ fastrefresh__seed_options() }}')

@@ -21,8 +21,7 @@
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
   {#- (a table that is not Iceberg yet is dropped by dbt-spark's materialization first) -#}
   {%- if not keep or model['language'] != 'sql' or old_relation is none or not old_relation.is_table
-        or not old_relation.is_iceberg
-        or config.get('file_format', validator=validation.any[basestring]) != 'iceberg'
+        or not old_relation.is_iceberg or not fastrefresh__creates_iceberg()
         or should_full_refresh() -%}
     {{ return(materialization_table_spark()) }}
   {%- endif -%}
@@ -39,6 +38,11 @@
   {%- set keep_rows = adapter.fr_table_keeps_rows(old_relation, fastrefresh__table_options(), query) -%}
   {%- if keep_rows and contract_config.enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
+  {%- endif -%}
+  {%- if not keep_rows and config.get('file_format', validator=validation.any[basestring]) != 'iceberg' -%}
+    {#- (Iceberg on a shared catalog through USING parquet: dbt-spark's create_table_as
+        then creates rather than replaces, and its materialization drops the table first) -#}
+    {% do adapter.drop_relation(old_relation) %}
   {%- endif -%}
   {% call statement('main') -%}
     {%- if keep_rows %}
@@ -87,14 +91,24 @@
 
 
 {#-
+  Whether the model or seed being built creates an Iceberg table: its file_format is
+  iceberg, or every table of this catalog is Iceberg (a shared catalog, where dbt-spark's
+  default USING parquet makes an Iceberg table too: adapter.fr_tables_are_iceberg).
+-#}
+{% macro fastrefresh__creates_iceberg() -%}
+  {{ return(config.get('file_format', validator=validation.any[basestring]) == 'iceberg'
+            or adapter.fr_tables_are_iceberg()) }}
+{%- endmacro %}
+
+
+{#-
   dbt-spark's tblproperties clause; for an Iceberg table model, with the fingerprint of
   its options (fastrefresh__table_options) as a property of its own, which the table
   materialization above compares on the next run.
 -#}
 {% macro fastrefresh__tblproperties_clause() -%}
   {%- if model is not mapping or model.get('config', {}).get('materialized') != 'table'
-        or model.get('language', 'sql') != 'sql'
-        or config.get('file_format', validator=validation.any[basestring]) != 'iceberg' -%}
+        or model.get('language', 'sql') != 'sql' or not fastrefresh__creates_iceberg() -%}
     {{ return(spark__tblproperties_clause()) }}
   {%- endif -%}
   {%- set tblproperties = dict(config.get('tblproperties') or {}) -%}
