@@ -155,13 +155,22 @@ def capture(env: Env, master: TableName) -> CaptureResult:
 
 
 def capture_locked(
-    env: Env, log: LoadedLog, master: TableMeta, *, stamp: dt.datetime | None = None
+    env: Env,
+    log: LoadedLog,
+    master: TableMeta,
+    *,
+    stamp: dt.datetime | None = None,
+    read_before: bool = False,
 ) -> tuple[CaptureResult, LoadedLog]:
     """Capture with the log's lock held, its state just read and its leftovers removed.
 
     ``stamp`` (timestamp flavour, inside a refresh's setup, every earlier row marked):
     append the rows stamped with that refresh time instead of unmarked, which saves the
-    marking UPDATE. Returns the result and the log as this capture left it.
+    marking UPDATE. ``read_before``: ``master`` was read before the lock was taken, so
+    another thread's capture may have taken the log past it meanwhile; where the log's
+    position is not on its history, the master is read again before that counts as
+    history lost (one table load, only then). Returns the result and the log as this
+    capture left it.
     """
     started = time.monotonic()
     state = log.state
@@ -172,19 +181,11 @@ def capture_locked(
         return unchanged, log
     now = env.clock()
     chain = chain_after(env.tables.history(name), current, state.captured_through)
+    if chain.gap and read_before:
+        fresh = require_iceberg(env.tables.load(name, fresh=True), name)
+        return capture_locked(env, log, fresh, stamp=stamp)
     if chain.gap:
-        # The commits since the last capture are gone: the log starts a new epoch, younger
-        # than every view on it (they refresh completely once).
-        gone = state.replace(
-            epoch=state.epoch + 1, captured_through=current, captured_at=now,
-            younger_than=now, younger_reason=f"history lost: {chain.gap}",
-        )  # fmt: skip
-        log = record_state(env, log, gone)
-        result = CaptureResult(
-            name, log.log_table, state.captured_through, current, 0, 0,
-            time.monotonic() - started, chain.gap,
-        )  # fmt: skip
-        return result, log
+        return _history_lost(env, log, current, chain.gap, now=now, started=started)
     columns = master_columns(log, master)
     relevant = [s for s in chain.snapshots if s.operation != "replace"]
     if log.config.commit_scn or state.marked_sequence < state.last_sequence:
@@ -208,6 +209,25 @@ def capture_locked(
     result = CaptureResult(
         name, log.log_table, state.captured_through, current, len(chain.snapshots), rows,
         seconds, note=note,
+    )  # fmt: skip
+    return result, log
+
+
+def _history_lost(
+    env: Env, log: LoadedLog, current: int | None, gap: str, *, now: dt.datetime, started: float
+) -> tuple[CaptureResult, LoadedLog]:
+    """The commits since the last capture are gone (``gap`` says how): the log starts a
+    new epoch at ``current``, younger than every view on it (they refresh completely
+    once)."""
+    state = log.state
+    gone = state.replace(
+        epoch=state.epoch + 1, captured_through=current, captured_at=now,
+        younger_than=now, younger_reason=f"history lost: {gap}",
+    )  # fmt: skip
+    log = record_state(env, log, gone)
+    result = CaptureResult(
+        log.master, log.log_table, state.captured_through, current, 0, 0,
+        time.monotonic() - started, gap,
     )  # fmt: skip
     return result, log
 

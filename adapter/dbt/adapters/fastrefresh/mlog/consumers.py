@@ -201,7 +201,11 @@ def setup(
                 marked, fault="setup.after_mark",
             )  # fmt: skip
             log = dataclasses.replace(log, state=marked)
-        captured, log = capture_locked(env, log, master, stamp=now)
+        # (On the embedded default the master was read before the lock: another thread's
+        # refresh may have captured newer commits of it since, which capture reads again.)
+        captured, log = capture_locked(
+            env, log, master, stamp=now, read_before=not env.shared_catalog
+        )
     problem = usability_problem(log, mview, position, last_refresh, state.last_sequence)
     return Setup(log, mview, now, log.state.captured_through, position, captured, problem)
 
