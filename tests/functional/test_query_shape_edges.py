@@ -161,6 +161,11 @@ KEYLESS_VIEWS = {
         "SELECT g, count(*) AS n FROM {f} GROUP BY g UNION ALL SELECT 'all', count(*) FROM {b}"
     ),
     "a_row_per_row": "SELECT k, g FROM {f} UNION ALL SELECT 0, 'b-row' FROM {b}",
+    # A key-less projection's delta groups by its outputs: an integer constant there was
+    # read as a GROUP BY position, and every fast refresh failed (0 and 7: out of range; 1
+    # or 2 would group by another output).
+    "constant_zero": "SELECT g, 0 AS zero FROM {b}",
+    "constant_seven": "SELECT g, x, 7 AS seven, 2 AS two FROM {b}",
 }
 
 

@@ -93,14 +93,14 @@ def complete_tree(
     if plan.shape is Shape.AGGREGATE and tree.args.get("distinct") is not None:
         tree.set("distinct", None)  # over a GROUP BY it outputs whole, a no-op
         if tree.args.get("group") is None:
-            tree = tree.group_by(*[_not_ordinal(g) for g in plan.group_nodes], copy=False)
+            tree = tree.group_by(*[not_ordinal(g) for g in plan.group_nodes], copy=False)
     extra = plan.hidden_selects()
     if extra:
         tree = tree.select(*extra, copy=False)
     return tree
 
 
-def _not_ordinal(group: exp.Expression) -> exp.Expression:
+def not_ordinal(group: exp.Expression) -> exp.Expression:
     """A group expression as GROUP BY may hold it: Spark reads an integer literal there as
     an output's position (``SELECT DISTINCT g, 0 AS z`` grouped by ``g, 0`` is grouped by
     ``g`` and a third output), so one is cast, which keeps its value and type."""

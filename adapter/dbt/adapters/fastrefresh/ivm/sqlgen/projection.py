@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
+from sqlglot import exp
+
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
+from dbt.adapters.fastrefresh.ivm.sqlgen.complete import not_ordinal
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
 from dbt.adapters.fastrefresh.sqltext import string
 
@@ -65,7 +68,10 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
     names = [o.name for o in plan.outputs]
     where = f" WHERE {plan.filter}" if plan.filter else ""
     outs = ", ".join(f"CAST({o.sql} AS {types[o.name]}) AS {q(o.name)}" for o in plan.outputs)
-    groups = ", ".join(o.sql for o in plan.outputs)
+    groups = ", ".join(
+        not_ordinal(exp.maybe_parse(o.sql, dialect=DIALECT)).sql(dialect=DIALECT)
+        for o in plan.outputs
+    )
     eq = " AND ".join(f"c.{q(n)} <=> d.{q(n)}" for n in names)
     plain = ", ".join(q(n) for n in names)
     message = string(
