@@ -589,3 +589,63 @@ def test_a_dropped_or_truncated_registry_is_rebuilt_from_the_tables_state(spark:
         assert result.refresh_type == "FAST" and matches(spark, view, sql)
         registry.publish(env)
         last = "FAST"
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_view_whose_query_stops_reading_a_master_is_released_from_its_log(
+    spark: Any, path: str
+) -> None:
+    """A view rebuilt with a query that no longer reads a master gives up its place on that
+    master's log at the end of the invocation, and the log's rows are purged again (its
+    claim held every purge back for good). The journal says what a view this process
+    refreshed reads; the state of one it did not refresh says it (a process that died
+    before its end)."""
+    s = f"reg_left_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    env = env_for(spark, f"{s}_registry", path)
+    for t in ("a", "b"):
+        spark.sql(f"CREATE TABLE {s}.{t} (k BIGINT NOT NULL, x INT) USING iceberg")
+        spark.sql(f"INSERT INTO {s}.{t} VALUES (1, 1), (2, 2)")
+        mlog.create_mview_log(env, f"{s}.{t}", key=["k"], purge="deferred")
+    v, w = TableName(s, "v"), TableName(s, "w")
+    on_a, on_b = f"SELECT k, x FROM {s}.a", f"SELECT k, x FROM {s}.b"
+
+    def refreshed(view: TableName, sql: str, exists: bool = True) -> str:
+        result = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=exists)
+        assert matches(spark, view, sql)
+        return result.refresh_type
+
+    def users_of_a() -> set[str]:
+        log = mlog.load_log(env, TableName(s, "a"), columns=False)
+        assert log is not None
+        return set(log.state.users)
+
+    assert [refreshed(v, on_a, False), refreshed(w, on_a, False)] == ["COMPLETE", "COMPLETE"]
+    registry.publish(env)
+    assert refreshed(v, on_b) == "COMPLETE"  # its model now reads b
+    (released,) = admin.release_orphans(env)
+    assert released.startswith(
+        f"released {v} from the log of {s}.a: its query no longer reads {s}.a"
+    ), released
+    registry.publish(env)
+    assert users_of_a() == {str(w)}
+    spark.sql(f"INSERT INTO {s}.a VALUES (3, 3)")
+    assert refreshed(w, on_a) == "FAST"
+    assert admin.release_orphans(env) == []
+    registry.publish(env)  # the deferred purge: w alone held the rows back
+    assert spark.sql(f"SELECT count(*) FROM {s}.mlog__a").collect()[0][0] == 0
+
+    # Back to a, and off it again in a process that dies before the end of its
+    # invocation: its journal is lost, and the claim with it.
+    assert [refreshed(v, on_a), refreshed(v, on_b)] == ["COMPLETE", "COMPLETE"]
+    env.runtime.take_journal(env.registry)
+    assert users_of_a() == {str(v), str(w)}
+    spark.sql(f"INSERT INTO {s}.a VALUES (4, 4)")
+    assert refreshed(w, on_a) == "FAST"  # this invocation touches a's log, not v
+    (released,) = admin.release_orphans(env)
+    assert released.startswith(
+        f"released {v} from the log of {s}.a: its query no longer reads {s}.a"
+    ), released
+    registry.publish(env)
+    assert users_of_a() == {str(w)}
+    assert spark.sql(f"SELECT count(*) FROM {s}.mlog__a").collect()[0][0] == 0

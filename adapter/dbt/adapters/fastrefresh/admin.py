@@ -163,12 +163,14 @@ def release_orphans(env: Env, project: Mapping[TableName, str] | None = None) ->
     Looks at the logs this invocation changed or left for a purge. A view registered on
     one is released (``purge_mview_from_log``; its rows purged when no other view needs
     them) when its table is gone or is no longer a fast_refresh view (dropped, or rebuilt
-    by another materialization), and, given ``project`` (the dbt project's tables and
-    their materializations), when it sits in the schema of one of its fast_refresh models
-    but is not one of them: a model removed from the project or renamed, whose old table
-    dbt leaves behind, or a model now of another materialization, whose storage table
-    stays behind. What was done, a line per view. A view this process has just refreshed
-    is not read again (``_standing``).
+    by another materialization), when its query no longer reads the log's master (its
+    model changed: its last refresh read no such log), and, given ``project`` (the dbt
+    project's tables and their materializations), when it sits in the schema of one of its
+    fast_refresh models but is not one of them: a model removed from the project or
+    renamed, whose old table dbt leaves behind, or a model now of another
+    materialization, whose storage table stays behind. What was done, a line per view. A
+    view this process has just refreshed is not read again (``_standing``): what it read
+    is in the journal.
     """
     journal = env.runtime.journal(env.registry)
     project_views = (
@@ -179,42 +181,64 @@ def release_orphans(env: Env, project: Mapping[TableName, str] | None = None) ->
     done = []
     for master in sorted(journal.logs | journal.to_purge):
         log = load_log(env, TableName.parse(master), columns=False)  # its users alone
+        # A master that is a fast_refresh view's storage is named by the view.
+        shown = view_of(TableName.parse(master)) or master
+        log_table = log_table_for(TableName.parse(master))
         for user in sorted(log.state.users) if log is not None else []:
             view = TableName.parse(user)
             removed = (
                 project_views is not None and view.schema in schemas and view not in project_views
             )
+            why: str | None = None
             if user in standing and not removed:
-                continue
-            # Its state alone (no columns: on the SQL path a DESCRIBE fewer per view).
-            meta = env.tables.load_state(storage_of(view), fresh=True)
-            if meta is None:
-                why = f"its table {storage_of(view)} is gone"
-            elif VIEW_CONFIG not in meta.properties:
-                why = (
-                    f"its table {storage_of(view)} is no longer a fast_refresh view's "
-                    "(unregistered, or replaced by another table)"
-                )
-            elif removed and project is not None and view in project:
-                # The model is now a table, view ... at the same name: that is the user's
-                # now, and only the storage table is left over.
-                why = (
-                    f"the model is now materialized as {project[view]!r}, no longer "
-                    f"fast_refresh (its old storage table {storage_of(view)} is no longer "
-                    "refreshed: drop it if it is not needed)"
-                )
-            elif removed:
-                why = (
-                    "it is no longer a model of this dbt project (removed or renamed; drop "
-                    f"the view {view} and its table {storage_of(view)} if it is not needed)"
-                )
+                reads = journal.reads.get(user)
+                if reads is not None and str(log_table) not in reads:
+                    why = f"its query no longer reads {shown}"
             else:
+                why = _orphaned(env, view, log_table, shown, project if removed else None)
+            if why is None:
                 continue
             released = purge_mview_from_log(env, view, master)
-            # A master that is a fast_refresh view's storage is named by the view.
-            shown = view_of(TableName.parse(master)) or master
             done.append(f"released {view} from the log of {shown}: {why} ({released})")
     return done
+
+
+def _orphaned(
+    env: Env,
+    view: TableName,
+    log_table: TableName,
+    shown: object,
+    project: Mapping[TableName, str] | None,
+) -> str | None:
+    """Why ``view``, registered on ``log_table`` (of master ``shown``), is released from
+    it, read from its table; None: it holds its place. ``project``: given when the view is
+    not a fast_refresh model of the dbt project, in a schema of one."""
+    # Its state alone (no columns: on the SQL path a DESCRIBE fewer per view).
+    meta = env.tables.load_state(storage_of(view), fresh=True)
+    if meta is None:
+        return f"its table {storage_of(view)} is gone"
+    if VIEW_CONFIG not in meta.properties:
+        return (
+            f"its table {storage_of(view)} is no longer a fast_refresh view's "
+            "(unregistered, or replaced by another table)"
+        )
+    if project is not None and view in project:
+        # The model is now a table, view ... at the same name: that is the user's now,
+        # and only the storage table is left over.
+        return (
+            f"the model is now materialized as {project[view]!r}, no longer "
+            f"fast_refresh (its old storage table {storage_of(view)} is no longer "
+            "refreshed: drop it if it is not needed)"
+        )
+    if project is not None:
+        return (
+            "it is no longer a model of this dbt project (removed or renamed; drop "
+            f"the view {view} and its table {storage_of(view)} if it is not needed)"
+        )
+    state = read_view_state(env, view, meta)
+    if state is not None and str(log_table) not in state.positions:
+        return f"its query no longer reads {shown}"
+    return None
 
 
 def _standing(journal: Journal) -> set[str]:

@@ -123,6 +123,15 @@ def log_table_for(master: TableName) -> TableName:
     return TableName(master.schema, f"mlog__{master.table}")
 
 
+def master_of_log(log_table: TableName) -> TableName:
+    """The master ``db.t`` of the log ``db.mlog__t`` (``log_table_for`` undone).
+
+    >>> str(master_of_log(log_table_for(TableName("db", "t"))))
+    'db.t'
+    """
+    return TableName(log_table.schema, log_table.table.removeprefix("mlog__"))
+
+
 # A fast_refresh view is a Spark view of its user's columns over an Iceberg table that also
 # holds its hidden ``__fr_`` columns: ``db.v`` reads ``db.v__fr_data``.
 STORAGE_SUFFIX = "__fr_data"

@@ -92,7 +92,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
 )
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
-from dbt.adapters.fastrefresh.sqltext import TableName, storage_of, view_of
+from dbt.adapters.fastrefresh.sqltext import TableName, master_of_log, storage_of, view_of
 
 logger = AdapterLogger("fastrefresh")
 
@@ -669,6 +669,7 @@ class _Refresh:
         self.upstream: tuple[Upstream, ...] = ()
         self.logs_created: list[str] = []
         self.new_logs: list[TableName] = []  # the masters whose logs it created
+        self.left: list[str] = []  # the log tables it read before a rebuild, and no longer
         self.log_warnings: list[str] = []
         self.previous_filled: tuple[str, ...] = ()
         # Why a fast refresh failed while applying (``_apply_or_rebuild``), for its journal.
@@ -1262,6 +1263,8 @@ class _Refresh:
             env.tables.set_properties(self.storage, {VIEW_CONFIG: config.to_json()})
         faults.point("register.before")
         register(env, list(self.setups.values()))
+        before = record.state.positions if record is not None and record.state else {}
+        self.left = sorted(set(before) - {str(s.log.log_table) for s in self.setups.values()})
 
     def _journal(
         self, refresh_type: RefreshType, reason: Reason | None, log_rows: int, status: str,
@@ -1275,6 +1278,13 @@ class _Refresh:
             journal.logs.update(str(s.log.master) for s in self.setups.values())
             if status == "SUCCESS":
                 journal.written.add(str(self.storage))
+        if status == "SUCCESS":
+            journal.reads[str(self.view)] = frozenset(
+                str(s.log.log_table) for s in self.setups.values()
+            )
+            # A log the view read before this refresh and no longer reads: its claim there
+            # is released at the end of the invocation (admin.release_orphans).
+            journal.logs.update(str(master_of_log(TableName.parse(t))) for t in self.left)
         journal.refreshes.append(
             RefreshRecord(
                 run_id=uuid.uuid4().hex,

@@ -96,6 +96,9 @@ class Journal:
     released: set[tuple[str, str]] = field(default_factory=set)  # (log table, view)
     unregistered: set[str] = field(default_factory=set)
     to_purge: set[str] = field(default_factory=set)  # masters whose logs wait for a purge
+    # The log tables each view's last successful refresh here read (release_orphans
+    # releases a view from a log its query no longer reads without reading its state)
+    reads: dict[str, frozenset[str]] = field(default_factory=dict)
     # Storage tables a refresh wrote: a view over one (read through its log) is stale now
     written: set[str] = field(default_factory=set)
 
@@ -209,6 +212,7 @@ class Runtime:
             names = ("logs", "views", "dropped_logs", "released", "unregistered", "to_purge")
             for name in (*names, "written"):
                 getattr(journal, name).update(getattr(later, name))
+            journal.reads.update(later.reads)
             self.journals[registry] = journal
 
 
