@@ -187,3 +187,25 @@ def test_views_reading_no_column_of_a_keyless_master_refresh_fast(spark: Any) ->
     ]
     views = {name: sql.format(f=f, b=b) for name, sql in KEYLESS_VIEWS.items()}
     views_follow_rounds(spark, env, schema, views, rounds)
+
+
+def test_columns_whose_names_need_quotes_refresh_fast(spark: Any) -> None:
+    """A master column named `my col` or `select`: a star expanded to it was written
+    unquoted (`sp.my col`), and the view could not even be built."""
+    schema = "shape_edges_quoted"
+    sp = f"{schema}.sp"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {sp} (k BIGINT NOT NULL, `my col` STRING, `select` INT) USING iceberg")
+    spark.sql(f"INSERT INTO {sp} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'a', 3)")
+    env = env_for(spark, f"{schema}_registry", "java")
+    mlog.create_mview_log(env, sp, key=["k"])
+    views = {
+        "everything": f"SELECT * FROM {sp}",
+        "filtered": f"SELECT s.* FROM {sp} s WHERE s.`select` > 1",
+        "by_name": f"SELECT `my col`, count(*) AS n, sum(`select`) AS total FROM {sp} GROUP BY 1",
+    }
+    rounds = [
+        [f"INSERT INTO {sp} VALUES (4, 'c', 4)", f"UPDATE {sp} SET `my col` = 'b' WHERE k = 1"],
+        [f"DELETE FROM {sp} WHERE `select` = 2"],
+    ]
+    views_follow_rounds(spark, env, schema, views, rounds)

@@ -32,7 +32,7 @@ def render(node: exp.Expression) -> str:
 def qualify_tree(tree: exp.Expression, schema: dict[str, object]) -> exp.Expression:
     """The query with stars expanded and every column qualified by its table's alias."""
     return qualify(
-        tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
+        tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=True,
         validate_qualify_columns=True, expand_stars=True, identify=False,
     )  # fmt: skip
 

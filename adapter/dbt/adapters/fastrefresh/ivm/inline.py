@@ -70,7 +70,7 @@ def inline(tree: exp.Expr, columns: Mapping[TableName, list[Column]]) -> exp.Exp
         tables[name.table] = visible(cols)
     try:
         qualified = qualify(
-            tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=False,
+            tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=True,
             validate_qualify_columns=True, expand_stars=True, identify=False,
         )  # fmt: skip
     except SqlglotError as exc:
