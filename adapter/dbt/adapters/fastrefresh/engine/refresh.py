@@ -386,6 +386,37 @@ def not_a_master(env: Env, name: TableName) -> str:
     return "it was not read as one. Fix: run the model again"
 
 
+def unnamed_outputs(sql: str) -> str | None:
+    """A warning when the query outputs expressions without an alias (None: none does).
+    The planner names such a column by its position (``_col_1``), where Spark names it
+    after the expression (``count(1)``, ``(x + 1)``): a model switched from ``table`` to
+    ``fast_refresh`` would rename it.
+
+    >>> unnamed_outputs("SELECT g, count(*) AS n FROM s.t GROUP BY g") is None
+    True
+    >>> "COUNT(*), x + 1 without" in unnamed_outputs("SELECT g, count(*), x + 1 FROM s.t GROUP BY g, x")
+    True
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except SqlglotError:
+        return None
+    select = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
+    named = (exp.Alias, exp.Column, exp.Star)
+    unnamed = (
+        [e.sql(dialect=DIALECT) for e in select.expressions if not isinstance(e, named)]
+        if select
+        else []
+    )
+    if not unnamed:
+        return None
+    return (
+        f"the query outputs {', '.join(unnamed)} without an alias: the view names such a "
+        "column by its position (_col_1, _col_2 ...), where Spark would name it after the "
+        "expression. Fix: give each an alias (count(*) AS n)."
+    )
+
+
 def _without_comment(options: str) -> str:
     """Stored table options (``TableSpec.stored``) without their COMMENT clause, which
     dbt-spark's ``comment_clause`` renders last."""
@@ -1222,6 +1253,9 @@ class _Refresh:
         columns_hash: str,
     ) -> None:
         env = self.env
+        unnamed = unnamed_outputs(self.sql)
+        if unnamed:
+            self.log_warnings.append(unnamed)
         fills = _fills(env, self.masters, pins)
         reads = {m: f.read for m, f in fills.items()}
         config = ViewConfig(
