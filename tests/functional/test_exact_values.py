@@ -358,3 +358,67 @@ def test_a_nan_leaving_a_join_aggregate_with_its_dimension_row_rebuilds(spark) -
     assert result.refresh_type == "COMPLETE" and result.reason is not None
     assert result.reason.code is ReasonCode.NON_FINITE_LEFT
     check()
+
+
+WIDE_VIEWS = {
+    # (query, view write mode): a small copy-on-write view takes its delta as an
+    # overwrite of every group, a merge-on-read one as a MERGE of the changed groups.
+    "grouped": ("SELECT g, avg(x) AS ax, sum(x) AS sx, count(*) AS n FROM {m} GROUP BY g", None),
+    "grouped_mor": ("SELECT g, avg(x) AS ax, sum(x) AS sx FROM {m} GROUP BY g", "mor"),
+    "global": ("SELECT avg(x) AS ax, sum(x) AS sx, count(*) AS n FROM {m}", None),
+}
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_bigint_sum_past_2_63_rebuilds_and_averages_stay_sparks(spark, path: str) -> None:  # type: ignore[no-untyped-def]
+    """Spark's SUM of BIGINTs wraps past 2^63 (ANSI off) and its AVG, summing in DOUBLE,
+    does not: a kept BIGINT sum wrapped, and the view's AVG went negative (-2.1e18 for three
+    rows of 4e18). A changed group's sum is now added up exactly and the statement stops
+    where it passes the BIGINT range, or where the build's sum had (try_sum's NULL):
+    under force the view is rebuilt, saying so; a group back in range refreshes fast."""
+    from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+
+    schema = f"exact_wide_{path}"
+    master = f"{schema}.m"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {master} (k BIGINT NOT NULL, g STRING, x BIGINT) USING iceberg")
+    big = 4_000_000_000_000_000_000
+    spark.sql(f"INSERT INTO {master} VALUES (1, 'a', {big}), (2, 'a', {big}), (3, 'b', 1)")
+    env = env_for(spark, f"{schema}_registry", path)
+    mlog.create_mview_log(env, master, key=["k"])
+    mor = refresh.TableSpec(properties={"write.merge.mode": "merge-on-read", "format-version": "2"})
+    views = {
+        TableName(schema, name): (sql.format(m=master), mor if mode else None)
+        for name, (sql, mode) in WIDE_VIEWS.items()
+    }
+
+    def refreshed(view: TableName, exists: bool = True) -> str:
+        sql, table = views[view]
+        result = refresh.refresh_view(
+            env, view=view, sql=sql, method="force", exists=exists, table=table
+        )
+        columns = ", ".join(spark.sql(sql).columns)
+        got = spark.sql(f"SELECT {columns} FROM {view.sql}").collect()
+        want = spark.sql(sql).collect()
+        assert sorted(map(str, got)) == sorted(map(str, want)), view
+        if result.refresh_type == "COMPLETE" and exists:
+            assert result.reason is not None and result.reason.code is ReasonCode.DELTA_RAISED
+            assert "BIGINT sum passed 2^63" in str(result.reason), result.reason
+        return result.refresh_type
+
+    grouped, grouped_mor, total = views
+    assert [refreshed(v, exists=False) for v in views] == ["COMPLETE"] * 3
+    expected = [
+        # 'a' passes 2^63 (1.2e19): every view rebuilds.
+        (f"INSERT INTO {master} VALUES (4, 'a', {big})", ["COMPLETE"] * 3),
+        # Only 'b' changes: the MERGE leaves 'a' as built; the overwrite reads 'a''s sum,
+        # NULL past 2^63, and rebuilds; so does the global aggregate's one group.
+        (f"INSERT INTO {master} VALUES (5, 'b', 2)", ["COMPLETE", "FAST", "COMPLETE"]),
+        # 'a' back under 2^63 (8e18): its kept sum is NULL, so every view rebuilds once...
+        (f"DELETE FROM {master} WHERE k = 4", ["COMPLETE"] * 3),
+        # ... and then refreshes fast.
+        (f"INSERT INTO {master} VALUES (6, 'b', 3), (7, 'a', -5)", ["FAST"] * 3),
+    ]
+    for statement, types in expected:
+        spark.sql(statement)
+        assert [refreshed(grouped), refreshed(grouped_mor), refreshed(total)] == types, statement

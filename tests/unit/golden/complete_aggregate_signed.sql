@@ -6,9 +6,9 @@ SELECT
   COUNT(m1.x) AS cx,
   COUNT(*) AS `__fr_count`,
   COUNT(m1.x) AS `__fr_cnt_0`,
-  SUM(m1.x) AS `__fr_sum_0`,
+  TRY_SUM(m1.x) AS `__fr_sum_0`,
   COUNT(m1.y) AS `__fr_cnt_1`,
-  SUM(m1.y) AS `__fr_sum_1`
+  TRY_SUM(m1.y) AS `__fr_sum_1`
 FROM g.m1 VERSION AS OF 21 AS m1
 GROUP BY
   m1.g

@@ -39,7 +39,7 @@ USING (
         COUNT(*) > 1 AS __fr_having,
         COUNT(*) AS `__fr_count`,
         COUNT(m1.x) AS `__fr_cnt_0`,
-        SUM(m1.x) AS `__fr_sum_0`
+        TRY_SUM(m1.x) AS `__fr_sum_0`
       FROM g.m1 VERSION AS OF 21 AS m1
       GROUP BY
         m1.g

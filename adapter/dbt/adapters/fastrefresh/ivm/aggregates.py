@@ -124,8 +124,10 @@ def plan_aggregate(qualified: exp.Select, base: dict[str, object]) -> ViewPlan:
         hidden.append((f"{HIDDEN_PREFIX}cnt_{index}", f"count({arg_sql})"))
         nodes.append(exp.Count(this=component_nodes[index].copy()))
         if index in sums:
-            hidden.append((f"{HIDDEN_PREFIX}sum_{index}", f"sum({arg_sql})"))
-            nodes.append(exp.Sum(this=component_nodes[index].copy()))
+            # try_sum: NULL where a BIGINT sum passes 2^63 (sum wraps, ANSI off), which the
+            # delta tells from a sum it can keep (sqlgen.aggregate.WIDE_SUM_PASSED)
+            hidden.append((f"{HIDDEN_PREFIX}sum_{index}", f"try_sum({arg_sql})"))
+            nodes.append(exp.Anonymous(this="try_sum", expressions=[component_nodes[index].copy()]))
     return ViewPlan(
         shape=Shape.AGGREGATE, outputs=tuple(outputs), groups=tuple(groups), having=having,
         group_columns=tuple(group_columns), aggregates=tuple(aggregates),

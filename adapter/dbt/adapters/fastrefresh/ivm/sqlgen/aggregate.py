@@ -30,6 +30,14 @@ NON_FINITE_LEFT = "dbt-fastrefresh: a NaN or an infinity left the floating-point
 # After the argument: the fix, for whoever reads the error without the refresh's own.
 NON_FINITE_FIX = " (rebuild the view: dbt run --full-refresh)"
 _FLOATING = frozenset({"double", "float"})
+# The start of the error a delta raises when a group's BIGINT sum passes what a BIGINT
+# holds: Spark's SUM wraps there (ANSI off) and its AVG, which sums in DOUBLE, does not, so
+# no kept BIGINT can give both. The view's hidden sum is built with try_sum (NULL past it);
+# a changed group's sum is added up as DECIMAL(38,0), exactly, and the refresh stops where
+# it leaves the BIGINT range or was NULL over values: under 'force' the view is rebuilt.
+WIDE_SUM_PASSED = "dbt-fastrefresh: a group's BIGINT sum passed 2^63, where Spark's SUM wraps, of "
+_WIDE = "decimal(38,0)"
+_BIGINT_RANGE = (-(2**63), 2**63 - 1)
 
 
 def aggregate_columns(plan: ViewPlan) -> list[str]:
@@ -143,15 +151,20 @@ def _component_values(
         count = new(f"__fr_cnt_{j}", f"__fr_d_cnt_{j}")
         hidden[f"__fr_cnt_{j}"] = count
         if j in plan.sum_components:
+            sum_type = types[f"__fr_sum_{j}"]
             total: exp.Expression = (
                 exact_add(
                     _coalesce0(_col("t", f"__fr_sum_{j}")),
                     _coalesce0(_col("s", f"__fr_d_sum_{j}")),
-                    types[f"__fr_sum_{j}"],
+                    sum_type,
                 )
                 if side
                 else _col("s", f"__fr_d_sum_{j}")
             )
+            if _delta_type(sum_type) != sum_type:
+                old = _col("t", f"__fr_sum_{j}") if side else None
+                old_count = _col("t", f"__fr_cnt_{j}") if side else exp.Literal.number(0)
+                total = _kept_bigint(total, old_count, old, plan.components[j])
             hidden[f"__fr_sum_{j}"] = exp.If(
                 this=exp.EQ(this=count.copy(), expression=exp.Literal.number(0)),
                 true=exp.Null(), false=total,
@@ -261,6 +274,35 @@ class SignedTerm(NamedTuple):
     is_sum: bool
 
 
+def _delta_type(sum_type: str) -> str:
+    """The type a changed group's sum is added up in: a BIGINT sum's as DECIMAL(38,0),
+    which holds any sum of BIGINTs a group has (``WIDE_SUM_PASSED``), others as their own."""
+    return _WIDE if sum_type.lower() == "bigint" else sum_type
+
+
+def _kept_bigint(
+    total: exp.Expression, count: exp.Expression, old: exp.Expression | None, what: str
+) -> exp.Expression:
+    """A group's new BIGINT sum from its exact DECIMAL(38,0) ``total``, unless it left the
+    BIGINT range, or the kept ``old`` sum is NULL over values (``count`` > 0): try_sum's
+    answer where the build's sum passed it. Then the statement stops (``WIDE_SUM_PASSED``)."""
+    low, high = _BIGINT_RANGE
+    conditions: list[exp.Expression] = [
+        exp.LT(this=total.copy(), expression=exp.Literal.number(low)),
+        exp.GT(this=total.copy(), expression=exp.Literal.number(high)),
+    ]
+    if old is not None:
+        null_over_values = exp.and_(
+            exp.Is(this=old.copy(), expression=exp.Null()),
+            exp.GT(this=count.copy(), expression=exp.Literal.number(0)),
+        )
+        conditions.append(exp.Paren(this=null_over_values))
+    passed = exp.or_(*conditions)
+    message = WIDE_SUM_PASSED + what + " (rebuild the view: dbt run --full-refresh)"
+    stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
+    return exp.If(this=passed, true=_cast(stop, "bigint"), false=_cast(total, "bigint"))
+
+
 def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
     """The hidden counts and sums of ``plan``, each with a changed row's signed value.
 
@@ -276,7 +318,7 @@ def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
         ))  # fmt: skip
         if j in plan.sum_components:
             sum_type = types[f"__fr_sum_{j}"]
-            value = f"CAST(__fr_a_{j} AS {sum_type})"
+            value = f"CAST(__fr_a_{j} AS {_delta_type(sum_type)})"
             old = value
             if sum_type.lower() in _FLOATING:
                 message = string(NON_FINITE_LEFT + plan.components[j] + NON_FINITE_FIX)
@@ -352,7 +394,7 @@ def _signed_overwrite(
         f"CAST({g} AS {types[c]}) AS {g}" for g, c in zip(groups, plan.group_columns, strict=True)
     ]
     terms = signed_terms(plan, types)
-    view_part += [f"t.{t.hidden} AS {t.delta}" for t in terms]
+    view_part += [_view_term(plan, t, types) for t in terms]
     rows_part += [f"{t.signed} AS {t.delta}" for t in terms]
     sums = ", ".join([*groups, *(f"sum({t.delta}) AS {t.delta}" for t in terms)])
     values = ", ".join(f"{inserts[c]} AS {q(c)}" for c in plan.view_columns)
@@ -363,6 +405,22 @@ def _signed_overwrite(
         f"UNION ALL SELECT {', '.join(rows_part)} FROM __fr_rows) "
         f"SELECT {sums} FROM __fr_u GROUP BY {', '.join(groups)}) s "
         "WHERE s.__fr_d_count > 0"
+    )
+
+
+def _view_term(plan: ViewPlan, term: SignedTerm, types: Mapping[str, str]) -> str:
+    """A view row's hidden count or sum in the overwrite's ``UNION ALL``: a BIGINT sum as
+    DECIMAL(38,0), stopping the statement where it is NULL over values (passed 2^63 at the
+    build, ``WIDE_SUM_PASSED``)."""
+    if not term.is_sum or _delta_type(types[term.hidden]) == types[term.hidden]:
+        return f"t.{term.hidden} AS {term.delta}"
+    j = term.hidden.removeprefix("__fr_sum_")
+    message = string(
+        WIDE_SUM_PASSED + plan.components[int(j)] + " (rebuild the view: dbt run --full-refresh)"
+    )
+    return (
+        f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({message}) AS "
+        f"{_WIDE}), CAST(t.{term.hidden} AS {_WIDE})) AS {term.delta}"
     )
 
 
