@@ -36,6 +36,11 @@ _FLOATING = frozenset({"double", "float"})
 # a changed group's sum is added up as DECIMAL(38,0), exactly, and the refresh stops where
 # it leaves the BIGINT range or was NULL over values: under 'force' the view is rebuilt.
 WIDE_SUM_PASSED = "dbt-fastrefresh: a group's BIGINT sum passed 2^63, where Spark's SUM wraps, of "
+# After the argument: while a group's sum stays past 2^63, each rebuild keeps it so.
+WIDE_SUM_FIX = (
+    " (rebuild the view: dbt run --full-refresh; to refresh it fast, sum or average the "
+    "argument cast to DECIMAL(38,0))"
+)
 _WIDE = "decimal(38,0)"
 _BIGINT_RANGE = (-(2**63), 2**63 - 1)
 
@@ -298,7 +303,7 @@ def _kept_bigint(
         )
         conditions.append(exp.Paren(this=null_over_values))
     passed = exp.or_(*conditions)
-    message = WIDE_SUM_PASSED + what + " (rebuild the view: dbt run --full-refresh)"
+    message = WIDE_SUM_PASSED + what + WIDE_SUM_FIX
     stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
     return exp.If(this=passed, true=_cast(stop, "bigint"), false=_cast(total, "bigint"))
 
@@ -415,9 +420,7 @@ def _view_term(plan: ViewPlan, term: SignedTerm, types: Mapping[str, str]) -> st
     if not term.is_sum or _delta_type(types[term.hidden]) == types[term.hidden]:
         return f"t.{term.hidden} AS {term.delta}"
     j = term.hidden.removeprefix("__fr_sum_")
-    message = string(
-        WIDE_SUM_PASSED + plan.components[int(j)] + " (rebuild the view: dbt run --full-refresh)"
-    )
+    message = string(WIDE_SUM_PASSED + plan.components[int(j)] + WIDE_SUM_FIX)
     return (
         f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({message}) AS "
         f"{_WIDE}), CAST(t.{term.hidden} AS {_WIDE})) AS {term.delta}"
