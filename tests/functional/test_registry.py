@@ -620,15 +620,19 @@ def test_a_view_whose_query_stops_reading_a_master_is_released_from_its_log(
         assert log is not None
         return set(log.state.users)
 
+    def v_released_from_a() -> None:
+        """The end of the invocation releases v, and w alone is left on a's log."""
+        (released,) = admin.release_orphans(env)
+        assert released.startswith(
+            f"released {v} from the log of {s}.a: its query no longer reads {s}.a"
+        ), released
+        registry.publish(env)
+        assert users_of_a() == {str(w)}
+
     assert [refreshed(v, on_a, False), refreshed(w, on_a, False)] == ["COMPLETE", "COMPLETE"]
     registry.publish(env)
     assert refreshed(v, on_b) == "COMPLETE"  # its model now reads b
-    (released,) = admin.release_orphans(env)
-    assert released.startswith(
-        f"released {v} from the log of {s}.a: its query no longer reads {s}.a"
-    ), released
-    registry.publish(env)
-    assert users_of_a() == {str(w)}
+    v_released_from_a()
     spark.sql(f"INSERT INTO {s}.a VALUES (3, 3)")
     assert refreshed(w, on_a) == "FAST"
     assert admin.release_orphans(env) == []
@@ -642,10 +646,5 @@ def test_a_view_whose_query_stops_reading_a_master_is_released_from_its_log(
     assert users_of_a() == {str(v), str(w)}
     spark.sql(f"INSERT INTO {s}.a VALUES (4, 4)")
     assert refreshed(w, on_a) == "FAST"  # this invocation touches a's log, not v
-    (released,) = admin.release_orphans(env)
-    assert released.startswith(
-        f"released {v} from the log of {s}.a: its query no longer reads {s}.a"
-    ), released
-    registry.publish(env)
-    assert users_of_a() == {str(w)}
+    v_released_from_a()
     assert spark.sql(f"SELECT count(*) FROM {s}.mlog__a").collect()[0][0] == 0

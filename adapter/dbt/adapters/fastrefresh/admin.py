@@ -180,10 +180,11 @@ def release_orphans(env: Env, project: Mapping[TableName, str] | None = None) ->
     standing = _standing(journal)
     done = []
     for master in sorted(journal.logs | journal.to_purge):
-        log = load_log(env, TableName.parse(master), columns=False)  # its users alone
+        name = TableName.parse(master)
+        log = load_log(env, name, columns=False)  # its users alone
         # A master that is a fast_refresh view's storage is named by the view.
-        shown = view_of(TableName.parse(master)) or master
-        log_table = log_table_for(TableName.parse(master))
+        shown = view_of(name) or master
+        log_table = log_table_for(name)
         for user in sorted(log.state.users) if log is not None else []:
             view = TableName.parse(user)
             removed = (

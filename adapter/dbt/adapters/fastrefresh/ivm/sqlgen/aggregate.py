@@ -285,6 +285,11 @@ def _delta_type(sum_type: str) -> str:
     return _WIDE if sum_type.lower() == "bigint" else sum_type
 
 
+def _wide_sum_message(what: str) -> str:
+    """The error of a BIGINT sum of ``what`` past 2^63 (``WIDE_SUM_PASSED``)."""
+    return WIDE_SUM_PASSED + what + WIDE_SUM_FIX
+
+
 def _kept_bigint(
     total: exp.Expression, count: exp.Expression, old: exp.Expression | None, what: str
 ) -> exp.Expression:
@@ -303,8 +308,9 @@ def _kept_bigint(
         )
         conditions.append(exp.Paren(this=null_over_values))
     passed = exp.or_(*conditions)
-    message = WIDE_SUM_PASSED + what + WIDE_SUM_FIX
-    stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
+    stop = exp.Anonymous(
+        this="raise_error", expressions=[exp.Literal.string(_wide_sum_message(what))]
+    )
     return exp.If(this=passed, true=_cast(stop, "bigint"), false=_cast(total, "bigint"))
 
 
@@ -420,7 +426,7 @@ def _view_term(plan: ViewPlan, term: SignedTerm, types: Mapping[str, str]) -> st
     if not term.is_sum or _delta_type(types[term.hidden]) == types[term.hidden]:
         return f"t.{term.hidden} AS {term.delta}"
     j = term.hidden.removeprefix("__fr_sum_")
-    message = string(WIDE_SUM_PASSED + plan.components[int(j)] + WIDE_SUM_FIX)
+    message = string(_wide_sum_message(plan.components[int(j)]))
     return (
         f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({message}) AS "
         f"{_WIDE}), CAST(t.{term.hidden} AS {_WIDE})) AS {term.delta}"
