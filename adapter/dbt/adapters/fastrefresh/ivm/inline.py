@@ -20,10 +20,8 @@ from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
+from dbt.adapters.fastrefresh.ivm.dialect import DIALECT
 from dbt.adapters.fastrefresh.sqltext import TableName
-
-DIALECT = "spark"
-
 
 HIDDEN_PREFIX = "__fr_"
 # An aggregate view's HAVING condition per group (``analysis._having_as_output``).

@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from dbt.adapters.fastrefresh.ivm.dialect import DIALECT
 from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN, HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.ivm.outer import OuterJoin
 from dbt.adapters.fastrefresh.ivm.semi import SemiJoin
@@ -21,8 +22,6 @@ from dbt.adapters.fastrefresh.protocol.decisions import Word
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 __all__ = ["HAVING_COLUMN", "HIDDEN_PREFIX"]
-
-DIALECT = "spark"
 
 
 # Functions whose value is not a function of the row: a view using them cannot be

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from dbt.adapters.fastrefresh.ivm.dialect import DIALECT
 from dbt.adapters.fastrefresh.sqltext import TableName
-
-DIALECT = "spark"
 
 
 class SemiJoinError(Exception):

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-DIALECT = "spark"
-
 
 class WindowError(Exception):
     """The query's window functions do not refresh fast; the message says why."""
