@@ -166,6 +166,9 @@ KEYLESS_VIEWS = {
     # or 2 would group by another output).
     "constant_zero": "SELECT g, 0 AS zero FROM {b}",
     "constant_seven": "SELECT g, x, 7 AS seven, 2 AS two FROM {b}",
+    # Spark's parser reads -1 as an integer literal too: a position, out of range.
+    "constant_negative": "SELECT g, -1 AS sign FROM {b}",
+    "distinct_negative": "SELECT DISTINCT g, -1 AS sign, (2) AS two FROM {b}",
 }
 
 

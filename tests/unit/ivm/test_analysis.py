@@ -340,6 +340,27 @@ def test_tables_of_skips_ctes() -> None:
     ]  # fmt: skip
 
 
+def test_an_import_cte_named_like_its_table_leaves_the_table_a_master() -> None:
+    # dbt's style: `with orders as (select * from {{ ref('orders') }}) ... from orders`.
+    sql = "with orders as (select * from shop.orders) select order_id, amount from orders"
+    assert tables_of(sql) == [M]
+    p = plan(sql)
+    assert p.supported, p.reason
+    assert p.masters == (M,)
+
+
+@pytest.mark.parametrize(
+    ("group", "cast"),
+    [("0", True), ("-1", True), ("(2)", True), ("-(3)", True), ("-2147483648", True),
+     ("2147483648", False), ("-x", False), ("'1'", False), ("1.5", False)],
+)  # fmt: skip
+def test_an_integer_constant_is_grouped_as_a_value_not_a_position(group: str, cast: bool) -> None:
+    from dbt.adapters.fastrefresh.ivm.sqlgen.complete import not_ordinal
+
+    out = not_ordinal(sqlglot.parse_one(group, read="spark"))  # type: ignore[arg-type]
+    assert isinstance(out, exp.Cast) is cast, out.sql("spark")
+
+
 def _join_merge(changed: tuple[TableName, ...]) -> str:
     """The join view's MERGE with the changes of ``changed`` (orders: a full log;
     customers: a key-only log)."""

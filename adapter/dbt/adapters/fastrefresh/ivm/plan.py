@@ -293,12 +293,12 @@ def tables_of(sql: str) -> list[TableName]:
         tree = sqlglot.parse_one(sql, read=DIALECT)
     except SqlglotError:
         return []
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    # A CTE is named without a schema, and a master with one (dbt's relations are
+    # qualified): an import CTE named like the table it reads (`with orders as (select *
+    # from shop.orders)`) leaves that table a master.
     found = []
     for table in tree.find_all(exp.Table):
-        if table.name.lower() in ctes or not table.name:
-            continue
-        if table.db:
+        if table.db and table.name:
             name = TableName(table.db.lower(), table.name.lower())
             if name not in found:
                 found.append(name)

@@ -103,12 +103,22 @@ def complete_tree(
 def not_ordinal(group: exp.Expression) -> exp.Expression:
     """A group expression as GROUP BY may hold it: Spark reads an integer literal there as
     an output's position (``SELECT DISTINCT g, 0 AS z`` grouped by ``g, 0`` is grouped by
-    ``g`` and a third output), so one is cast, which keeps its value and type."""
+    ``g`` and a third output), so one is cast, which keeps its value and type. Spark's
+    parser reads a negative one (``-1``) and one in parentheses as a literal too.
+
+    >>> not_ordinal(sqlglot.parse_one("-(1)", read="spark")).sql("spark")
+    'CAST(-(1) AS INT)'
+    >>> not_ordinal(sqlglot.parse_one("-x", read="spark")).sql("spark")
+    '-x'
+    """
+    core, sign = group.unnest(), 1
+    if isinstance(core, exp.Neg):
+        core, sign = core.this.unnest(), -1
     if (
-        isinstance(group, exp.Literal)
-        and not group.is_string
-        and group.is_int
-        and -(2**31) <= int(group.this) < 2**31  # larger ones are BIGINT: not positions
+        isinstance(core, exp.Literal)
+        and not core.is_string
+        and core.is_int
+        and -(2**31) <= sign * int(core.this) < 2**31  # larger ones are BIGINT: not positions
     ):
         return exp.Cast(this=group.copy(), to=exp.DataType.build("int"))
     return group.copy()
