@@ -40,6 +40,8 @@ def _parse_stub(*args: Any, **kwargs: Any) -> str:
 
 
 # An Iceberg table's ``table_type`` property, not an Iceberg view's (``ICEBERG-VIEW``).
+# What dbt's get_where_subquery makes of a test's model under a `where` config.
+_WHERE_SUBQUERY = re.compile(r"^\s*\(select \* from (\S+) where .*\) dbt_subquery\s*$", re.S | re.I)
 _ICEBERG_TABLE = re.compile(r"table_type=iceberg(?![\w-])", re.IGNORECASE)
 
 
@@ -439,6 +441,23 @@ class FastrefreshAdapter(SparkAdapter):
         env = self._env()
         state, why = inspection.staleness(env, TableName.parse(relation))
         return [str(state), why]
+
+    @available.parse(lambda *args, **kwargs: None)
+    def fr_tested_relation(self, model: Any) -> BaseRelation:
+        """The relation a package test (``equals_query``, ``is_fresh``) is on: ``model``,
+        or under the test's ``where`` config the relation dbt wrapped in a subquery
+        (``(select * from <relation> where ...) dbt_subquery``)."""
+        if getattr(model, "identifier", None):
+            return model  # type: ignore[no-any-return]
+        match = _WHERE_SUBQUERY.match(str(model))
+        if match is None:
+            raise FastRefreshError(
+                f"A fast_refresh test got {model!r} for its model, neither a relation nor "
+                "dbt's `where` subquery of one. Fix: remove the test's `where` config, or "
+                "the project's own get_where_subquery macro for this test."
+            )
+        name = TableName.parse(match.group(1))
+        return self.Relation.create(schema=name.schema, identifier=name.table)  # type: ignore[no-any-return]
 
     @available.parse(_parse_stub)
     def fr_pinned_definition(self, relation: Any) -> str:

@@ -49,10 +49,13 @@ class TableSpec:
 @dataclass(frozen=True)
 class ViewDocs:
     """The comments a model's view carries (dbt's ``persist_docs``): the relation's
-    description, and each documented column's."""
+    description, and each documented column's; and, under an enforced contract, the order
+    of its columns (``order``, lower case: the contract's, as dbt-spark's ``table``
+    models take it; the storage table keeps the query's)."""
 
     relation: str | None = None
     columns: Mapping[str, str] = field(default_factory=dict)
+    order: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, model: Mapping[str, Any] | None) -> ViewDocs:
@@ -67,7 +70,10 @@ class ViewDocs:
             for name, column in (model.get("columns") or {}).items()
             if persist.get("columns") and column.get("description")
         }
-        return cls(str(relation) if relation else None, columns)
+        contract = config.get("contract") or {}
+        enforced = contract.get("enforced") if isinstance(contract, Mapping) else False
+        order = tuple(str(n).lower() for n in (model.get("columns") or {})) if enforced else ()
+        return cls(str(relation) if relation else None, columns, order)
 
 
 @dataclass(frozen=True)

@@ -383,7 +383,10 @@ def not_a_master(env: Env, name: TableName) -> str:
             "project's models and seeds; "
             f"CREATE TABLE ... USING iceberg AS SELECT * FROM {name} for a source)"
         )
-    return "it was not read as one. Fix: run the model again"
+    return (
+        "it was not an Iceberg table when this refresh read the query's tables (replaced "
+        "since?). Fix: run the model again"
+    )
 
 
 def unnamed_outputs(sql: str) -> str | None:
@@ -702,6 +705,9 @@ class _Refresh:
         self.new_logs: list[TableName] = []  # the masters whose logs it created
         self.left: list[str] = []  # the log tables it read before a rebuild, and no longer
         self.log_warnings: list[str] = []
+        # Logs to create again because this view reads a column they lack, once the
+        # refresh is known to go ahead (``_recreate_logs``): (master, its node, why).
+        self.to_recreate: list[tuple[TableName, Upstream, str]] = []
         self.previous_filled: tuple[str, ...] = ()
         # Why a fast refresh failed while applying (``_apply_or_rebuild``), for its journal.
         self.failed_because: Reason | None = None
@@ -750,7 +756,11 @@ class _Refresh:
           run, ``--full-refresh`` or not.
 
         Every view on the log rebuilds once. A log in use by another refresh of this
-        process is left for the next run."""
+        process is left for the next run. For a column added, the log is created again
+        only once this refresh is known to go ahead (``_recreate_logs``): a refresh that
+        fails first (``on_schema_change: fail``, ``refresh_method: fast``) leaves the
+        other views on it as they were. A log that records nothing is created again at
+        once: every view on it rebuilds whatever this refresh does."""
         log = master.log
         assert log is not None
         config = log.config
@@ -766,16 +776,28 @@ class _Refresh:
             if not read & {c.lower() for c in added}:
                 return master
             why = f"{master.name} gained column(s) {', '.join(added)} since its log was created"
+            self.to_recreate.append((master.name, up, why))
+            return master
         else:
             why = mismatch
             if not set(config.key_columns) <= {c.name for c in master.meta.columns}:
                 return master  # its key is gone: the log's error names the fix
+        return self._recreate(master, up, why)
+
+    def _recreate(
+        self, master: MasterState, up: Upstream, why: str, *, held: int = 0
+    ) -> MasterState:
+        """``master`` with its log dropped and created with the same options (a log of
+        chosen columns, or one in use by another refresh of this process, stays).
+        ``held``: 1 once this refresh counts the log in use (``_masters_and_run``)."""
+        assert master.log is not None
+        config = master.log.config
         logged = set(config.key_columns) | set(config.logged_columns)
         everything = logged == set(config.master_columns)
         if not everything and config.logged_columns:  # a log of chosen columns stays
             return master
         try:
-            drop_mview_log(self.env, master.name)
+            drop_mview_log(self.env, master.name, held=held)
         except FastRefreshError:
             return master
         said = create_mview_log(
@@ -786,6 +808,21 @@ class _Refresh:
         self.logs_created.append(f"{said} (again: {why}; for the models that read {up.node})")
         return MasterState(master.meta, load_log(self.env, master.name, read=master.meta))
 
+    def _recreate_logs(
+        self, masters: list[MasterState], reason: Reason | None
+    ) -> list[MasterState]:
+        """``masters``, with the logs ``_with_new_columns`` left to create again created
+        again, unless the refresh fails for ``reason`` (under refresh_method 'fast', a
+        reason that is no expected build): that failure leaves the log to the other views."""
+        if not self.to_recreate:
+            return masters
+        if reason is not None and not reason.expected and self.method is RefreshMethod.FAST:
+            return masters
+        todo = {name: (up, why) for name, up, why in self.to_recreate}
+        self.to_recreate = []
+        # This refresh counts the logs in use by now (_masters_and_run).
+        return [self._recreate(m, *todo[m.name], held=1) if m.name in todo else m for m in masters]
+
     def _schema_change(self, reason: Reason, record: ViewRecord, plan: ViewPlan) -> Reason:
         """``reason`` naming how the view's columns change, or an error under
         ``on_schema_change: fail`` when they do."""
@@ -793,12 +830,14 @@ class _Refresh:
         if change is None:
             return reason
         if self.on_schema_change == "fail":
-            raise FastRefreshError(
+            message = (
                 f"Model {self.view}: {reason}, and its columns change ({change}), but "
                 f"on_schema_change is 'fail'. Fix: {self.fixes['rebuild']} to rebuild it "
                 "with the new columns, or set on_schema_change to 'append_new_columns' or "
                 "'sync_all_columns' (the view is then rebuilt once)."
             )
+            self._journal(_type_of(reason), reason, 0, "FAILED", message, moved=False)
+            raise FastRefreshError(message)
         return Reason(reason.code, f"{reason.detail}: {change}")
 
     @property
@@ -904,14 +943,9 @@ class _Refresh:
         reason = decide(
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
             masters=masters, columns_hash=columns_hash, empty=self.empty,
-            lost=self.storage if exists and self.model and self.model.view_found else None,
+            lost=self.storage if exists and record is None and self._found_ours() else None,
         )  # fmt: skip
-        if reason is not None and reason.code is ReasonCode.BUILT_EMPTY and not self.model:
-            raise _refreshed_empty(self.view)
-        if reason is not None and reason.code in NEEDS_COMPILE and record is not None:
-            reason = self._schema_change(reason, record, plan)
-        if reason is not None and reason.code in BUILDS and self.method is RefreshMethod.FAST:
-            self._refuse_a_build_never_fast(plan, masters, record)
+        reason, masters = self._go_ahead(reason, plan, masters, record)
         # The delta reads each log at the snapshot its setup read or wrote: from the setup
         # to the delta's end, this process does not expire the logs' snapshots.
         with upkeep.reading(env.runtime, logs):
@@ -948,6 +982,34 @@ class _Refresh:
         self.phases["total"] = seconds
         self._journal(refresh_type, reason, log_rows, "SUCCESS", None, moved=not noop)
         return RefreshResult(self.view, refresh_type, reason, log_rows, seconds, self.phases, noop)
+
+    def _go_ahead(
+        self,
+        reason: Reason | None,
+        plan: ViewPlan,
+        masters: list[MasterState],
+        record: ViewRecord | None,
+    ) -> tuple[Reason | None, list[MasterState]]:
+        """(``reason``, ``masters``) once the refresh is known to go ahead, before any
+        write: a refresh that fails here (an empty build refreshed by refresh_mviews,
+        ``on_schema_change: fail``, a 'fast' build of a view never fast) writes nothing.
+        Then the logs ``_with_new_columns`` left to create again are."""
+        if reason is not None and reason.code is ReasonCode.BUILT_EMPTY and not self.model:
+            raise _refreshed_empty(self.view)
+        if reason is not None and reason.code in NEEDS_COMPILE and record is not None:
+            reason = self._schema_change(reason, record, plan)
+        if reason is not None and reason.code in BUILDS and self.method is RefreshMethod.FAST:
+            self._refuse_a_build_never_fast(plan, masters, record)
+        self.masters = self._recreate_logs(masters, reason)
+        return reason, self.masters
+
+    def _found_ours(self) -> bool:
+        """Whether dbt found the model's view and it is a fast_refresh view (its
+        fingerprint): its storage table went missing. A view of another materialization
+        (a `view` model switched to fast_refresh) is replaced by a first build."""
+        if self.model is None or not self.model.view_found:
+            return False
+        return self.env.tables.view_property(self.view, VIEW_FINGERPRINT) is not None
 
     def _refuse_a_build_never_fast(
         self, plan: ViewPlan, masters: list[MasterState], record: ViewRecord | None
@@ -1040,6 +1102,8 @@ class _Refresh:
     def _not_possible(self, reason: Reason, **names: str) -> FastRefreshError:
         """The error of a fast refresh ``reason`` stops (``names``: the objects its fix
         mentions)."""
+        if " Fix: " in str(reason):  # the reason names its own fix (``not_a_master``)
+            return FastRefreshError(f"Fast refresh of {self.view} is not possible: {reason}.")
         return FastRefreshError(
             f"Fast refresh of {self.view} is not possible: {reason}. Fix: "
             f"{reason.fix(**self.fixes, **names)}."

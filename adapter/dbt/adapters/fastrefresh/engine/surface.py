@@ -31,13 +31,25 @@ def user_columns(columns: Sequence[Column]) -> list[Column]:
     return [c for c in columns if not c.name.lower().startswith(HIDDEN_PREFIX)]
 
 
-def storage_read(storage: TableName, columns: Sequence[Column]) -> str:
+def ordered(columns: Sequence[Column], order: Sequence[str]) -> list[Column]:
+    """``columns`` in ``order`` (lower-case names: an enforced contract's), those it does
+    not name after them as they were.
+
+    >>> [c.name for c in ordered([Column("id", "int"), Column("Name", "string")], ["name", "id"])]
+    ['Name', 'id']
+    """
+    rank = {name: i for i, name in enumerate(order)}
+    return sorted(columns, key=lambda c: rank.get(c.name.lower(), len(rank)))
+
+
+def storage_read(storage: TableName, columns: Sequence[Column], order: Sequence[str] = ()) -> str:
     """How the model's view reads its storage table (of ``columns``): the user columns;
     each row repeated by ``__fr_repeat`` (a join of key-less tables, ``ivm.joins._as_bag``);
     the rows whose ``__fr_having`` holds (an aggregate's HAVING). A query over the model
-    reads it the same way (``engine.refresh.resolve_views``)."""
+    reads it the same way (``engine.refresh.resolve_views``). ``order``: the view's
+    column order (``ordered``)."""
     names = {c.name.lower() for c in columns}
-    select = ", ".join(ident(c.name) for c in user_columns(columns))
+    select = ", ".join(ident(c.name) for c in ordered(user_columns(columns), order))
     text = f"SELECT {select} FROM {storage.sql}"
     if REPEAT_COLUMN in names:
         text += (
@@ -59,7 +71,7 @@ def view_statement(
 ) -> tuple[str, str]:
     """The ``CREATE OR REPLACE VIEW`` of ``view`` over ``storage`` and its fingerprint
     (``replace=False``: a plain ``CREATE VIEW``, which fails when the name is taken)."""
-    shown = user_columns(columns)
+    shown = ordered(user_columns(columns), docs.order)
     names = {c.name.lower() for c in columns}
     where = HAVING_COLUMN if HAVING_COLUMN in names else None
     repeat = [REPEAT_COLUMN] if REPEAT_COLUMN in names else []
@@ -84,7 +96,7 @@ def view_statement(
     statement = (
         f"{verb} {view.sql} ({listed}){comment} "
         f"TBLPROPERTIES ({properties({VIEW_FINGERPRINT: fingerprint})}) "
-        f"AS {storage_read(storage, columns)}"
+        f"AS {storage_read(storage, columns, docs.order)}"
     )
     return statement, fingerprint
 

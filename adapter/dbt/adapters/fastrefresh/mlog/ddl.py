@@ -575,13 +575,15 @@ def _create_sql(config: LogConfig, state: LogState) -> str:
     )
 
 
-def drop_mview_log(env: Env, master_name: object) -> str:
+def drop_mview_log(env: Env, master_name: object, *, held: int = 0) -> str:
     """Drop a log (Oracle: DROP MATERIALIZED VIEW LOG); its views then need a complete
-    refresh (they find their log gone, or a new one they are not registered on)."""
+    refresh (they find their log gone, or a new one they are not registered on).
+    ``held``: the uses of the log the caller counts itself (a refresh creating its log
+    again), which do not stop the drop."""
     master = master_table(env, master_name)
     log_table = log_table_for(master)
     with env.holding([log_lock(log_table)]):
-        if env.runtime.in_use.get(str(log_table)):
+        if env.runtime.in_use.get(str(log_table), 0) > held:
             raise FastRefreshError(
                 f"The materialized view log {log_table} is in use by a refresh running in "
                 "this process (another dbt thread); dropping it now would fail that refresh "

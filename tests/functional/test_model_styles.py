@@ -1,0 +1,192 @@
+"""fast_refresh models as dbt projects write them, and the runs around them: an import
+CTE named like the table it reads, an enforced contract's column order, a `view` model
+switched to fast_refresh, and a failed run of one model beside others on the same log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dbt.tests.util import run_dbt, write_file
+
+from tests.functional.dbt_project import FastRefreshProject, run_and_capture
+
+
+def fr(sql: str, **config: Any) -> str:
+    options = ", ".join(f"{k}={v!r}" for k, v in {"materialized": "fast_refresh", **config}.items())
+    return f"{{{{ config({options}) }}}}\n{sql}"
+
+
+SOURCES = """
+version: 2
+sources:
+  - name: app
+    schema: "{{ target.schema }}"
+    tables:
+      - name: people
+"""
+CONTRACT = """
+version: 2
+models:
+  - name: contracted
+    config:
+      contract: {enforced: true}
+    columns:
+      - name: name
+        data_type: string
+      - name: id
+        data_type: int
+  - name: contracted_table
+    config:
+      contract: {enforced: true}
+    columns:
+      - name: name
+        data_type: string
+      - name: id
+        data_type: int
+"""
+
+
+def people(project: Any) -> str:
+    s = project.test_schema
+    project.run_sql(f"create table {s}.people (id int not null, name string) using iceberg")
+    project.run_sql(f"alter table {s}.people set identifier fields id")
+    project.run_sql(f"insert into {s}.people values (1, 'a')")
+    return str(s)
+
+
+class TestModelStyles(FastRefreshProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        source = "{{ source('app', 'people') }}"
+        return {
+            "sources.yml": SOURCES,
+            "schema.yml": CONTRACT,
+            # dbt's style guide: an import CTE named like the table it reads.
+            "same_name.sql": fr(
+                f"with people as (select * from {source})\nselect id, name from people"
+            ),
+            "contracted.sql": fr(f"select id, name from {source}"),
+            "contracted_table.sql": (
+                "{{ config(materialized='table', file_format='iceberg') }}\n"
+                f"select id, name from {source}"
+            ),
+            "switched.sql": f"{{{{ config(materialized='view') }}}}\nselect id, name from {source}",
+        }
+
+    def test_styles(self, ready: Any) -> None:
+        project = ready
+        s = people(project)
+        run_dbt(["run"])
+        # The contract's order, as dbt-spark's table model takes it; the storage table
+        # keeps the query's.
+        describe = [r[0] for r in self.rows(project, f"describe table {s}.contracted")]
+        table = [r[0] for r in self.rows(project, f"describe table {s}.contracted_table")]
+        assert describe[:2] == table[:2] == ["name", "id"], (describe, table)
+        assert self.rows(project, f"select * from {s}.contracted") == [("a", 1)]
+        # The `view` model switched to fast_refresh: a first build, not a lost table.
+        write_file(fr("select id, name from {{ source('app', 'people') }}"),
+                   project.project_root, "models", "switched.sql")  # fmt: skip
+        project.run_sql(f"insert into {s}.people values (2, 'b')")
+        ok, out = run_and_capture(["run"])
+        assert ok, out
+        assert f"{s}.switched: COMPLETE refresh (first build)" in out, out
+        assert "dropped?" not in out, out
+        # The import CTE's table is a master: the model refreshes fast.
+        assert f"FAST refresh of {s}.same_name" in out, out
+        assert f"FAST refresh of {s}.contracted" in out, out
+        assert sorted(self.rows(project, f"select * from {s}.same_name")) == [(1, "a"), (2, "b")]
+        assert sorted(self.rows(project, f"select * from {s}.contracted")) == [("a", 1), ("b", 2)]
+
+
+class TestAFailedRunLeavesTheSharedLog(FastRefreshProject):
+    """A model edited to read a column its master gained since the log was created: its
+    run fails (`on_schema_change: fail`, or `refresh_method: fast`), and the log the other
+    views share is left as it was (it was dropped and created again first, so the other
+    views could no longer refresh fast)."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        source = "{{ source('app', 'people') }}"
+        return {
+            "sources.yml": SOURCES,
+            "a.sql": fr(f"select id, name from {source}", refresh_method="fast"),
+            "b.sql": fr(f"select id, name from {source} where id > 0", on_schema_change="fail"),
+            "c.sql": fr(f"select id from {source}", refresh_method="fast"),
+        }
+
+    def test_shared_log(self, ready: Any) -> None:
+        project = ready
+        s = people(project)
+        run_dbt(["run"])
+        project.run_sql(f"alter table {s}.people add column team string")
+        project.run_sql(f"insert into {s}.people values (2, 'b', 'x')")
+        source = "{{ source('app', 'people') }}"
+        write_file(fr(f"select id, name, team from {source} where id > 0", on_schema_change="fail"),
+                   project.project_root, "models", "b.sql")  # fmt: skip
+        write_file(fr(f"select id, team from {source}", refresh_method="fast"),
+                   project.project_root, "models", "c.sql")  # fmt: skip
+        for model in ("b", "c"):
+            ok, out = run_and_capture(["run", "-s", model])
+            assert not ok, out
+        failed = self.rows(
+            project, f"select mview, status from {s}_reg.refresh_runs where status = 'FAILED'"
+        )
+        assert sorted(failed) == [(f"{s}.b", "FAILED"), (f"{s}.c", "FAILED")], failed
+        ok, out = run_and_capture(["run", "-s", "a"])
+        assert ok and f"FAST refresh of {s}.a" in out, out
+        # Rebuilt (the log created again for the new column), then fast on it.
+        ok, out = run_and_capture(["run", "--full-refresh", "-s", "b", "c"])
+        assert ok, out
+        project.run_sql(f"insert into {s}.people values (3, 'c', 'y')")
+        ok, out = run_and_capture(["run", "-s", "b", "c"])
+        assert ok and f"FAST refresh of {s}.b" in out and f"FAST refresh of {s}.c" in out, out
+        assert sorted(self.rows(project, f"select * from {s}.c")) == [
+            (1, None), (2, "x"), (3, "y"),
+        ]  # fmt: skip
+
+
+TESTED = """
+version: 2
+models:
+  - name: people_v
+    data_tests:
+      - fast_refresh.equals_query:
+          name: equals_query_where
+          config:
+            where: "id > 1"
+      - fast_refresh.is_fresh:
+          config:
+            where: "id > 1"
+      - fast_refresh.equals_query:
+          name: equals_query_whole
+"""
+
+
+class TestPackageTestsUnderWhereAndEmpty(FastRefreshProject):
+    """The package's tests with dbt's `where` config (dbt hands them a subquery for the
+    model) and under `dbt build --empty` (the model built without rows)."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "sources.yml": SOURCES,
+            "schema.yml": TESTED,
+            "people_v.sql": fr("select id, name from {{ source('app', 'people') }}"),
+        }
+
+    def test_where_and_empty(self, ready: Any) -> None:
+        project = ready
+        s = people(project)
+        project.run_sql(f"insert into {s}.people values (2, 'b'), (3, 'c')")
+        ok, out = run_and_capture(["build", "--empty"])
+        assert ok, out
+        ok, out = run_and_capture(["build"])
+        assert ok, out
+        for test in ("equals_query_where", "equals_query_whole", "fast_refresh_is_fresh_people_v_"):
+            assert f"PASS {test}" in out, out
+        # A row the view lacks that the filter leaves out: only the unfiltered test sees it.
+        project.run_sql(f"delete from {s}.people_v__fr_data where id = 1")
+        ok, out = run_and_capture(["test", "--select", "test_name:equals_query"])
+        assert not ok and "PASS equals_query_where" in out, out
+        assert "FAIL 1 equals_query_whole" in out, out
