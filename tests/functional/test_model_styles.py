@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dbt.tests.util import run_dbt, write_file
+from dbt.tests.util import rm_file, run_dbt, write_file
 
 from tests.functional.dbt_project import FastRefreshProject, run_and_capture
 
@@ -190,3 +190,44 @@ class TestPackageTestsUnderWhereAndEmpty(FastRefreshProject):
         ok, out = run_and_capture(["test", "--select", "test_name:equals_query"])
         assert not ok and "PASS equals_query_where" in out, out
         assert "FAIL 1 equals_query_whole" in out, out
+
+
+class TestRemovedModelsInOtherSchemas(FastRefreshProject):
+    """A model removed from the project, or moved to another schema, whose old view sits
+    in a schema no other fast_refresh model of the project has: its claim on the log it
+    shares held the log's rows back for good (the release looked only in the schemas of
+    the project's fast_refresh models). The view records its dbt node and project now."""
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        source = "{{ source('app', 'people') }}"
+        return {
+            "sources.yml": SOURCES,
+            "kept.sql": fr(f"select id, name from {source}"),
+            "lonely.sql": fr(f"select id from {source}", schema="lonely"),
+            "moved.sql": fr(f"select name from {source}", schema="away"),
+        }
+
+    def test_released(self, ready: Any) -> None:
+        project = ready
+        s = people(project)
+        run_dbt(["run"])
+        rm_file(project.project_root, "models", "lonely.sql")
+        write_file(fr("select name from {{ source('app', 'people') }}"),
+                   project.project_root, "models", "moved.sql")  # fmt: skip
+        project.run_sql(f"insert into {s}.people values (2, 'b')")
+        ok, out = run_and_capture(["run"])
+        assert ok, out
+        assert (
+            f"released {s}_lonely.lonely from the log of {s}.people: its model "
+            "model.test.lonely is no longer in this dbt project"
+        ) in out, out
+        assert (
+            f"released {s}_away.moved from the log of {s}.people: its model model.test.moved "
+            f"now builds {s}.moved"
+        ) in out, out
+        # No view holds the log's rows back: the next run's purge takes them all.
+        project.run_sql(f"insert into {s}.people values (3, 'c')")
+        ok, out = run_and_capture(["run"])
+        assert ok and f"FAST refresh of {s}.kept" in out, out
+        assert self.rows(project, f"select count(*) from {s}.mlog__people") == [(0,)]

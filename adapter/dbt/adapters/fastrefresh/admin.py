@@ -10,6 +10,7 @@ whose place is before that point is told the rows it needed were purged.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh.engine.refresh import load_view
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -28,7 +29,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     record_state,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE
+from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, VIEW_STATE, ViewConfig
 from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.runtime.process import Journal
 from dbt.adapters.fastrefresh.sqltext import TableName, log_table_for, storage_of, view_of
@@ -157,7 +158,47 @@ def unregister_mview(env: Env, mview_name: object) -> str:
     return f"unregistered {mview}{note}"
 
 
-def release_orphans(env: Env, project: Mapping[TableName, str] | None = None) -> list[str]:
+@dataclass(frozen=True)
+class ProjectNodes:
+    """The dbt project a run is of (its root project's name) and the relation of each of
+    its graph's models, by unique_id (``release_orphans``)."""
+
+    name: str
+    relations: Mapping[str, tuple[TableName, str]]  # (relation, materialized)
+
+    def gone(self, view: TableName, config: ViewConfig) -> str | None:
+        """Why no model of this project builds ``view`` any more, which a model of it
+        built (its definition records the node); None: one does, or the view is not this
+        project's (another project's, or built before the node was recorded)."""
+        if config.dbt_project != self.name or not config.dbt_node:
+            return None
+        now, materialized = self.relations.get(config.dbt_node, (None, None))
+        if now is None:
+            return (
+                f"its model {config.dbt_node} is no longer in this dbt project (removed, "
+                f"renamed or disabled; drop the view {view} and its table "
+                f"{storage_of(view)} if it is not needed)"
+            )
+        if now != view:
+            return (
+                f"its model {config.dbt_node} now builds {now} (its schema or alias "
+                f"changed; drop the view {view} and its table {storage_of(view)} if it is "
+                "not needed)"
+            )
+        if materialized != "fast_refresh":
+            return (
+                f"its model {config.dbt_node} is now materialized as {materialized!r}, no "
+                f"longer fast_refresh (its old storage table {storage_of(view)} is no "
+                "longer refreshed: drop it if it is not needed)"
+            )
+        return None
+
+
+def release_orphans(
+    env: Env,
+    project: Mapping[TableName, str] | None = None,
+    nodes: ProjectNodes | None = None,
+) -> list[str]:
     """Release the claims of registered views that no longer hold their logs back.
 
     Looks at the logs this invocation changed or left for a purge. A view registered on
@@ -168,7 +209,10 @@ def release_orphans(env: Env, project: Mapping[TableName, str] | None = None) ->
     project's tables and their materializations), when it sits in the schema of one of its
     fast_refresh models but is not one of them: a model removed from the project or
     renamed, whose old table dbt leaves behind, or a model now of another
-    materialization, whose storage table stays behind. What was done, a line per view. A
+    materialization, whose storage table stays behind. Given ``nodes``, a view whose
+    definition records that a model of this project built it is released in any schema
+    once no model of the project builds it (removed, renamed, disabled, or moved to
+    another schema or alias). What was done, a line per view. A
     view this process has just refreshed is not read again (``_standing``): what it read
     is in the journal.
     """
@@ -196,7 +240,9 @@ def release_orphans(env: Env, project: Mapping[TableName, str] | None = None) ->
                 if reads is not None and str(log_table) not in reads:
                     why = f"its query no longer reads {shown}"
             else:
-                why = _orphaned(env, view, log_table, shown, project if removed else None)
+                why = _orphaned(
+                    env, view, log_table, shown, project if removed else None, nodes=nodes
+                )
             if why is None:
                 continue
             released = purge_mview_from_log(env, view, master)
@@ -210,6 +256,8 @@ def _orphaned(
     log_table: TableName,
     shown: object,
     project: Mapping[TableName, str] | None,
+    *,
+    nodes: ProjectNodes | None = None,
 ) -> str | None:
     """Why ``view``, registered on ``log_table`` (of master ``shown``), is released from
     it, read from its table; None: it holds its place. ``project``: given when the view is
@@ -236,6 +284,10 @@ def _orphaned(
             "it is no longer a model of this dbt project (removed or renamed; drop "
             f"the view {view} and its table {storage_of(view)} if it is not needed)"
         )
+    if nodes is not None:
+        gone = nodes.gone(view, ViewConfig.from_json(meta.properties[VIEW_CONFIG]))
+        if gone is not None:
+            return gone
     state = read_view_state(env, view, meta)
     if state is not None and str(log_table) not in state.positions:
         return f"its query no longer reads {shown}"

@@ -22,7 +22,11 @@ from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import dbt_tables, dbt_views, inspection, refresh, seeds
 from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
-from dbt.adapters.fastrefresh.engine.upstream import project_relations, upstream_of
+from dbt.adapters.fastrefresh.engine.upstream import (
+    model_relations,
+    project_relations,
+    upstream_of,
+)
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
@@ -226,14 +230,21 @@ class FastrefreshAdapter(SparkAdapter):
         return registry.rebuild(self._env())
 
     @available.parse(_parse_stub)
-    def fr_publish_registry(self, graph: Any = None, release_removed: Any = True) -> str:
+    def fr_publish_registry(
+        self, graph: Any = None, release_removed: Any = True, project: Any = None
+    ) -> str:
         """The end of a dbt invocation (the package's on-run-end hook): release the views
         that no longer hold their logs back (``admin.release_orphans``; with ``graph``,
         also the project's removed or renamed models unless ``release_removed`` is false),
         then publish the registry."""
         env = self._env()
-        project = project_relations(graph) if graph and release_removed else None
-        released = admin.release_orphans(env, project)
+        relations = project_relations(graph) if graph and release_removed else None
+        nodes = (
+            admin.ProjectNodes(str(project), model_relations(graph))
+            if graph and release_removed and project
+            else None
+        )
+        released = admin.release_orphans(env, relations, nodes)
         return "\n".join([*released, registry.publish(env)])
 
     def _published(self, env: Env, message: str) -> str:
@@ -297,6 +308,7 @@ class FastrefreshAdapter(SparkAdapter):
         graph: Any = None,
         on_schema_change: Any = "ignore",
         empty: Any = False,
+        project: Any = None,
     ) -> ModelConfig:
         """A fast_refresh model's config, validated once before anything runs.
 
@@ -307,6 +319,7 @@ class FastrefreshAdapter(SparkAdapter):
             model, graph: the model's node and dbt's graph, for the tables it reads.
             on_schema_change: the model's config (dbt's four values).
             empty: dbt's ``--empty`` flag (the query reads no rows).
+            project: the root dbt project's name (``project_name``).
         """
         upstream = upstream_of(model, graph) if model and graph else ()
         return ModelConfig.parse(
@@ -314,6 +327,7 @@ class FastrefreshAdapter(SparkAdapter):
             file_format=file_format, full_refresh=full_refresh, table_options=table_options,
             tblproperties=tblproperties, upstream=upstream, on_schema_change=on_schema_change,
             docs=ViewDocs.of(model), name=(model or {}).get("name"), empty=empty,
+            node=(model or {}).get("unique_id"), project=str(project) if project else None,
         )  # fmt: skip
 
     @available.parse(lambda *args, **kwargs: {})
@@ -335,7 +349,10 @@ class FastrefreshAdapter(SparkAdapter):
             full_refresh=config.full_refresh, table=config.table,
             on_schema_change=config.on_schema_change, upstream=config.upstream,
             docs=config.docs, replace_table=replaces_table,
-            model=refresh.DbtModel(config.name or str(relation), config.empty, existing is not None),
+            model=refresh.DbtModel(
+                config.name or str(relation), config.empty, existing is not None,
+                node=config.node, project=config.project,
+            ),
         )  # fmt: skip
         return {
             "logs_created": list(result.logs_created),

@@ -91,6 +91,7 @@ class ModelConfig:
         docs: the comments the view carries (``persist_docs``).
         name: the dbt model's name (what ``dbt run -s`` selects), for fixes.
         empty: ``dbt run --empty`` (dbt limits each table the query reads to no rows).
+        node, project: the model's node (unique_id) and the root dbt project's name.
     """
 
     method: RefreshMethod = RefreshMethod.FORCE
@@ -101,6 +102,8 @@ class ModelConfig:
     docs: ViewDocs = field(default_factory=ViewDocs)
     name: str | None = None
     empty: bool = False
+    node: str | None = None
+    project: str | None = None
 
     @classmethod
     def parse(
@@ -117,6 +120,8 @@ class ModelConfig:
         docs: ViewDocs | None = None,
         name: str | None = None,
         empty: object = False,
+        node: str | None = None,
+        project: str | None = None,
     ) -> ModelConfig:
         """The config of ``model`` from dbt's values, or an error naming the bad one.
 
@@ -134,6 +139,7 @@ class ModelConfig:
             docs: the comments the view carries (``ViewDocs.of`` the model's node).
             name: the dbt model's name, which fixes name in ``dbt run -s``.
             empty: dbt's ``--empty`` flag.
+            node, project: the model's unique_id and the root project's name.
         """
         where = f"Model {model}"
         if str(file_format or "iceberg").strip().lower() != "iceberg":
@@ -150,6 +156,8 @@ class ModelConfig:
             docs=docs or ViewDocs(),
             name=name,
             empty=bool(empty),
+            node=node,
+            project=project,
         )
 
 

@@ -544,11 +544,15 @@ class DbtModel:
             the view is built without rows, and its next dbt run rebuilds it.
         view_found: dbt found the view: if its storage table is missing, the reason of
             the build says so (it was dropped outside dbt-fastrefresh).
+        node, project: the model's node (its unique_id) and the dbt project running it
+            (the root project's name), recorded in the view's definition.
     """
 
     name: str
     empty: bool = False
     view_found: bool = False
+    node: str | None = None
+    project: str | None = None
 
 
 # How Spark names a table it cannot find (its error carries the whole plan after it).
@@ -1334,6 +1338,8 @@ class _Refresh:
             avg_types=_avg_types(env, plan, pins, reads),
             key_columns=view_key(plan),
             built_empty=self.empty,
+            dbt_node=self.model.node if self.model else None,
+            dbt_project=self.model.project if self.model else None,
         )
         state = self._new_state(RefreshType.COMPLETE, reason, pins, None)
         # The masters read there unlike now in a column the query reads (a view that reads

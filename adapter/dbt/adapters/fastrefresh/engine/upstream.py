@@ -97,6 +97,19 @@ def _log_setting(uid: str, setting: Any) -> tuple[bool | None, Mapping[str, Any]
     )
 
 
+def model_relations(graph: Mapping[str, Any]) -> dict[str, tuple[TableName, str]]:
+    """The relation and materialization of each enabled model of dbt's flat graph, by its
+    node's unique_id."""
+    return {
+        str(uid): (
+            TableName.parse(node["relation_name"]),
+            str((node.get("config") or {}).get("materialized") or "model"),
+        )
+        for uid, node in (graph.get("nodes") or {}).items()
+        if node.get("resource_type") == "model" and node.get("relation_name")
+    }
+
+
 def project_relations(graph: Mapping[str, Any]) -> dict[TableName, str]:
     """The tables of the project's enabled models, seeds and snapshots (dbt's flat graph),
     each with its materialization (``fast_refresh``, ``table``, ``seed`` ...)."""

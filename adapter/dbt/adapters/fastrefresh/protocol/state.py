@@ -325,6 +325,11 @@ class ViewConfig:
     # Built by ``dbt run --empty`` (dbt limited each table it reads to no rows): the
     # definition is not the model's, and the next dbt run rebuilds the view
     built_empty: bool = False
+    # The dbt model that built it (its node's unique_id) and the dbt project that ran it
+    # (the root project's name): a later run of that project releases the view from its
+    # logs once no model of the project builds it (``admin.release_orphans``)
+    dbt_node: str | None = None
+    dbt_project: str | None = None
 
     def to_json(self) -> str:
         return _dumps(
@@ -340,6 +345,8 @@ class ViewConfig:
                 "avg_types": dict(self.avg_types),
                 "key_columns": list(self.key_columns),
                 **({"built_empty": True} if self.built_empty else {}),
+                **({"dbt_node": self.dbt_node} if self.dbt_node else {}),
+                **({"dbt_project": self.dbt_project} if self.dbt_project else {}),
             }
         )
 
@@ -358,6 +365,8 @@ class ViewConfig:
             avg_types=dict(d.get("avg_types") or {}),
             key_columns=tuple(d.get("key_columns") or ()),
             built_empty=bool(d.get("built_empty", False)),
+            dbt_node=d.get("dbt_node"),
+            dbt_project=d.get("dbt_project"),
         )
 
 
