@@ -27,7 +27,8 @@
         file_format=config.get('file_format', 'iceberg'), full_refresh=should_full_refresh(),
         table_options=table_options, tblproperties=config.get('tblproperties'),
         model=model, graph=graph, on_schema_change=config.get('on_schema_change', 'ignore'),
-        empty=invocation_args_dict.get('empty', false), project=project_name) -%}
+        empty=invocation_args_dict.get('empty', false),
+        project=project_name ~ ':' ~ target.schema) -%}
 
   {%- set target_relation = this.incorporate(type='view') -%}
   {%- set existing = load_cached_relation(this) -%}

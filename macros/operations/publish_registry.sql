@@ -21,7 +21,7 @@
   {% if execute and not fast_refresh._read_only() %}
     {%- set message = adapter.fr_publish_registry(
           graph=graph, release_removed=var('fast_refresh_release_removed_models', true),
-          project=project_name) -%}
+          project=project_name ~ ':' ~ target.schema) -%}
     {%- for line in message.split('\n') -%}
       {% do log(line, info=line.startswith('released ')) %}
     {%- endfor -%}

@@ -160,8 +160,10 @@ def unregister_mview(env: Env, mview_name: object) -> str:
 
 @dataclass(frozen=True)
 class ProjectNodes:
-    """The dbt project a run is of (its root project's name) and the relation of each of
-    its graph's models, by unique_id (``release_orphans``)."""
+    """The dbt project and target a run is of (``<root project's name>:<target schema>``:
+    a project's runs on another target, another developer's or production, build other
+    views from the same nodes) and the relation of each of its graph's models, by
+    unique_id (``release_orphans``)."""
 
     name: str
     relations: Mapping[str, tuple[TableName, str]]  # (relation, materialized)
@@ -169,7 +171,8 @@ class ProjectNodes:
     def gone(self, view: TableName, config: ViewConfig) -> str | None:
         """Why no model of this project builds ``view`` any more, which a model of it
         built (its definition records the node); None: one does, or the view is not this
-        project's (another project's, or built before the node was recorded)."""
+        project's on this target (another project's or target's, or built before the node
+        was recorded)."""
         if config.dbt_project != self.name or not config.dbt_node:
             return None
         now, materialized = self.relations.get(config.dbt_node, (None, None))

@@ -319,7 +319,8 @@ class FastrefreshAdapter(SparkAdapter):
             model, graph: the model's node and dbt's graph, for the tables it reads.
             on_schema_change: the model's config (dbt's four values).
             empty: dbt's ``--empty`` flag (the query reads no rows).
-            project: the root dbt project's name (``project_name``).
+            project: the root dbt project's name and the target's schema
+                (``<project_name>:<target.schema>``).
         """
         upstream = upstream_of(model, graph) if model and graph else ()
         return ModelConfig.parse(

@@ -325,9 +325,10 @@ class ViewConfig:
     # Built by ``dbt run --empty`` (dbt limited each table it reads to no rows): the
     # definition is not the model's, and the next dbt run rebuilds the view
     built_empty: bool = False
-    # The dbt model that built it (its node's unique_id) and the dbt project that ran it
-    # (the root project's name): a later run of that project releases the view from its
-    # logs once no model of the project builds it (``admin.release_orphans``)
+    # The dbt model that built it (its node's unique_id) and the dbt project and target
+    # that ran it (``<root project's name>:<target schema>``): a later run of that project
+    # on that target releases the view from its logs once no model of the project builds
+    # it (``admin.release_orphans``)
     dbt_node: str | None = None
     dbt_project: str | None = None
 
