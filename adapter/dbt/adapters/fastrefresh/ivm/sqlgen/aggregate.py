@@ -25,7 +25,10 @@ from dbt.adapters.fastrefresh.sqltext import TableName, replace_all, string
 # floating-point sum (``signed_terms``); the refresh then rebuilds the view
 # (``engine/refresh.py``). Spark's sum of a group holding a NaN is NaN, and one holding
 # +Infinity (and no -Infinity) is +Infinity: such a value can come into a kept sum, but
-# not leave it (NaN - NaN and Infinity - Infinity are NaN, not the sum of the rest).
+# not leave it (NaN - NaN and Infinity - Infinity are NaN, not the sum of the rest). The
+# changed rows' NaNs, +Infinities and -Infinities are counted apart per group (old images
+# negative), so one that leaves while another of its kind comes (a row updated in
+# another column) cancels; only a group that loses more of a kind than it gains stops.
 NON_FINITE_LEFT = "dbt-fastrefresh: a NaN or an infinity left the floating-point sum of "
 # After the argument: the fix, for whoever reads the error without the refresh's own.
 NON_FINITE_FIX = " (rebuild the view: dbt run --full-refresh)"
@@ -271,12 +274,41 @@ def average(
 
 class SignedTerm(NamedTuple):
     """One hidden count or sum of an algebraic aggregate: ``delta``, its column in the
-    delta; ``hidden``, its column in the view; ``signed``, a changed row's signed value."""
+    delta; ``hidden``, its column in the view; ``signed``, a changed row's signed value
+    (of a floating-point sum, its finite part); ``value``, of a floating-point sum, a
+    changed row's value (its non-finite ones are counted apart: ``_non_finite``)."""
 
     delta: str
     hidden: str
     signed: str
     is_sum: bool
+    value: str | None = None
+    stop: str | None = None
+
+    def counted(self) -> list[tuple[str, str]]:
+        """(a changed row's signed count, its column) of each non-finite value of a
+        floating-point sum: NaN, +Infinity, -Infinity (none for another term)."""
+        if self.value is None:
+            return []
+        v = self.value
+        return [
+            (f"IF(isnan({v}), __fr_sign, 0)", f"{self.delta}_nan"),
+            (f"IF({v} = double('Infinity'), __fr_sign, 0)", f"{self.delta}_pinf"),
+            (f"IF({v} = double('-Infinity'), __fr_sign, 0)", f"{self.delta}_ninf"),
+        ]
+
+    def summed(self, total: str, counts: Sequence[str]) -> str:
+        """The group's delta of this term from ``total`` (the summed ``signed``) and
+        ``counts`` (the summed ``counted``): a floating-point sum's finite part with each
+        non-finite value that came in, or the statement stopped where one left."""
+        if self.value is None:
+            return total
+        nan, pinf, ninf = counts
+        return (
+            f"IF(least({nan}, {pinf}, {ninf}) < 0, {self.stop}, {total} "
+            f"+ IF({nan} > 0, double('NaN'), 0D) + IF({pinf} > 0, double('Infinity'), 0D) "
+            f"+ IF({ninf} > 0, double('-Infinity'), 0D))"
+        )
 
 
 def _delta_type(sum_type: str) -> str:
@@ -330,13 +362,14 @@ def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
         if j in plan.sum_components:
             sum_type = types[f"__fr_sum_{j}"]
             value = f"CAST(__fr_a_{j} AS {_delta_type(sum_type)})"
-            old = value
-            if sum_type.lower() in _FLOATING:
-                message = string(NON_FINITE_LEFT + plan.components[j] + NON_FINITE_FIX)
-                stop = f"CAST(raise_error({message}) AS {sum_type})"
-                old = f"IF(isnan({value}) OR abs({value}) = double('Infinity'), {stop}, {value})"
-            signed = f"IF(__fr_sign > 0, {value}, -{old})"
-            terms.append(SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", signed, True))
+            signed = f"IF(__fr_sign > 0, {value}, -{value})"
+            if sum_type.lower() not in _FLOATING:
+                terms.append(SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", signed, True))
+                continue
+            message = string(NON_FINITE_LEFT + plan.components[j] + NON_FINITE_FIX)
+            stop = f"CAST(raise_error({message}) AS {sum_type})"
+            finite = f"IF(isnan({value}) OR abs({value}) = double('Infinity'), 0D, {signed})"
+            terms.append(SignedTerm(f"__fr_d_sum_{j}", f"__fr_sum_{j}", finite, True, value, stop))
     return terms
 
 
@@ -348,7 +381,8 @@ def aggregate_signed(plan: ViewPlan, target: Target, ctes: Sequence[str], rows: 
     parts, changed = list(groups), []
     for t in signed_terms(plan, types):
         if t.is_sum:  # NULL when no row has a value
-            parts.append(f"sum({t.signed}) AS {t.delta}")
+            counts = [f"sum({row})" for row, _ in t.counted()]
+            parts.append(f"{t.summed(f'sum({t.signed})', counts)} AS {t.delta}")
             changed.append(f"coalesce({t.delta}, 0) <> 0")
         else:
             parts.append(f"coalesce(sum({t.signed}), 0) AS {t.delta}")
@@ -407,7 +441,14 @@ def _signed_overwrite(
     terms = signed_terms(plan, types)
     view_part += [_view_term(plan, t, types) for t in terms]
     rows_part += [f"{t.signed} AS {t.delta}" for t in terms]
-    sums = ", ".join([*groups, *(f"sum({t.delta}) AS {t.delta}" for t in terms)])
+    # A floating-point sum's non-finite values of the changed rows, counted (the view's
+    # rows count none: their sums hold them already).
+    view_part += [f"0 AS {name}" for t in terms for _, name in t.counted()]
+    rows_part += [f"{row} AS {name}" for t in terms for row, name in t.counted()]
+    summed = [
+        t.summed(f"sum({t.delta})", [f"sum({name})" for _, name in t.counted()]) for t in terms
+    ]
+    sums = ", ".join([*groups, *(f"{s} AS {t.delta}" for s, t in zip(summed, terms, strict=True))])
     values = ", ".join(f"{inserts[c]} AS {q(c)}" for c in plan.view_columns)
     return (
         f"{replace_all(target.view)} SELECT {values} FROM ("
