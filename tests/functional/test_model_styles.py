@@ -24,6 +24,7 @@ sources:
     schema: "{{ target.schema }}"
     tables:
       - name: people
+      - name: others
 """
 CONTRACT = """
 version: 2
@@ -72,12 +73,22 @@ class TestModelStyles(FastRefreshProject):
                 f"select id, name from {source}"
             ),
             "switched.sql": f"{{{{ config(materialized='view') }}}}\nselect id, name from {source}",
+            # Never fast (LIMIT), the only model over its source: no log is made for it.
+            "limited.sql": fr("select id from {{ source('app', 'others') }} order by id limit 1"),
         }
 
     def test_styles(self, ready: Any) -> None:
         project = ready
         s = people(project)
-        run_dbt(["run"])
+        project.run_sql(f"create table {s}.others (id int not null) using iceberg")
+        project.run_sql(f"insert into {s}.others values (2), (1)")
+        ok, out = run_and_capture(["run"])
+        assert ok, out
+        assert (
+            f"{s}.limited: COMPLETE refresh (first build; it cannot refresh fast: "
+        ) in out and "LIMIT" in out, out
+        tables = {r[1] for r in self.rows(project, f"show tables in {s}")}
+        assert "mlog__people" in tables and "mlog__others" not in tables, tables
         # The contract's order, as dbt-spark's table model takes it; the storage table
         # keeps the query's.
         describe = [r[0] for r in self.rows(project, f"describe table {s}.contracted")]

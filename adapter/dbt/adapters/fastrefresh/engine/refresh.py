@@ -72,6 +72,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     load_log,
     log_differences,
     log_mismatch,
+    planned_key,
 )
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
@@ -718,9 +719,12 @@ class _Refresh:
         # Masters ``resolve_views`` read fresh (``load_masters``).
         self.read: dict[TableName, TableMeta] = {}
 
-    def _with_log(self, master: MasterState, loaded: list[MasterState]) -> MasterState:
+    def _with_log(
+        self, master: MasterState, loaded: list[MasterState], *, create: bool = True
+    ) -> MasterState:
         """``master``, with the log created when it has none and is a dbt node the model
-        reads whose ``mview_log`` allows it (``engine/upstream.py``). A log that exists is
+        reads whose ``mview_log`` allows it (``engine/upstream.py``), unless ``create`` is
+        false (the query can never refresh fast: ``_shape_never_fast``). A log that exists is
         kept as it is; where it differs from the options the node's ``mview_log`` gives,
         the refresh warns (recreating the log would rebuild every view on it)."""
         up = next((u for u in self.upstream if u.relation == master.name), None)
@@ -739,6 +743,8 @@ class _Refresh:
                     f"'{{master: {named}}}' and dbt run."
                 )
             return self._with_new_columns(master, up, loaded)
+        if not create:
+            return master
         said = create_mview_log(self.env, master.name, **up.options, if_not_exists=True)
         self.logs_created.append(f"{said} (for the models that read {up.node})")
         self.new_logs.append(master.name)
@@ -924,7 +930,8 @@ class _Refresh:
 
     def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
         loaded = load_masters(self.env, self.sql, read=self.read)
-        masters = [self._with_log(m, loaded) for m in loaded]
+        create = not self._shape_never_fast(loaded)
+        masters = [self._with_log(m, loaded, create=create) for m in loaded]
         logs = [m.log.log_table for m in masters if m.log is not None]
         # From its setup to its wrap-up, the logs this refresh works on are not dropped by
         # this process's other threads (drop_mview_log refuses them).
@@ -987,6 +994,33 @@ class _Refresh:
         self._journal(refresh_type, reason, log_rows, "SUCCESS", None, moved=not noop)
         return RefreshResult(self.view, refresh_type, reason, log_rows, seconds, self.phases, noop)
 
+    def _shape_never_fast(self, loaded: list[MasterState]) -> bool:
+        """Whether the query's shape can never refresh fast, whatever logs its masters
+        get: the logs ``_with_log`` would create are then not created (each would capture
+        on every run for no view). Planned with the keys those logs would have; only when
+        one would be created."""
+        keys = {
+            m.name: list(m.log.config.key_columns)
+            for m in loaded
+            if m.log is not None and not m.log.config.keyless
+        }
+        creates = False
+        for m in loaded:
+            up = next((u for u in self.upstream if u.relation == m.name), None)
+            if m.log is not None or up is None or up.log is False:
+                continue
+            creates = True
+            try:
+                key = planned_key(m.meta, m.name, up.options.get("key"))
+            except FastRefreshError:
+                return False  # the log's creation says what is wrong
+            if key:
+                keys[m.name] = key
+        if not creates:
+            return False
+        plan = analyze(self.sql, {m.name: list(m.meta.columns) for m in loaded}, keys)
+        return not plan.supported
+
     def _go_ahead(
         self,
         reason: Reason | None,
@@ -1004,6 +1038,10 @@ class _Refresh:
             reason = self._schema_change(reason, record, plan)
         if reason is not None and reason.code in BUILDS and self.method is RefreshMethod.FAST:
             self._refuse_a_build_never_fast(plan, masters, record)
+        if reason is not None and reason.code is ReasonCode.FIRST_BUILD:
+            never = never_fast(plan, masters)
+            if never is not None:  # said now, not at the second run
+                reason = Reason(reason.code, f"{reason}; it cannot refresh fast: {never}")
         self.masters = self._recreate_logs(masters, reason)
         return reason, self.masters
 

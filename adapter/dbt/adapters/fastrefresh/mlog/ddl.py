@@ -339,6 +339,12 @@ def reserved_columns(meta: TableMeta) -> list[str]:
     ]
 
 
+def planned_key(meta: TableMeta, master: TableName, key: object) -> list[str]:
+    """The key columns a log created on ``master`` with ``key`` (``create_mview_log``'s
+    argument) would have: none for a key-less one."""
+    return _resolve_key(meta, master, column_list(key, "key"))
+
+
 def _resolve_key(meta: TableMeta, master: TableName, key: Sequence[str] | None) -> list[str]:
     names = [c.name for c in meta.columns]
     if key is None:
