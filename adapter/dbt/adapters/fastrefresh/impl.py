@@ -43,9 +43,9 @@ def _parse_stub(*args: Any, **kwargs: Any) -> str:
     return ""
 
 
-# An Iceberg table's ``table_type`` property, not an Iceberg view's (``ICEBERG-VIEW``).
 # What dbt's get_where_subquery makes of a test's model under a `where` config.
 _WHERE_SUBQUERY = re.compile(r"^\s*\(select \* from (\S+) where .*\) dbt_subquery\s*$", re.S | re.I)
+# An Iceberg table's ``table_type`` property, not an Iceberg view's (``ICEBERG-VIEW``).
 _ICEBERG_TABLE = re.compile(r"table_type=iceberg(?![\w-])", re.IGNORECASE)
 
 

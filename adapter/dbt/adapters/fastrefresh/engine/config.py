@@ -91,7 +91,8 @@ class ModelConfig:
         docs: the comments the view carries (``persist_docs``).
         name: the dbt model's name (what ``dbt run -s`` selects), for fixes.
         empty: ``dbt run --empty`` (dbt limits each table the query reads to no rows).
-        node, project: the model's node (unique_id) and the root dbt project's name.
+        node, project: the model's node (unique_id) and the root dbt project's name
+            and target schema (``<project_name>:<target.schema>``).
     """
 
     method: RefreshMethod = RefreshMethod.FORCE
@@ -139,7 +140,7 @@ class ModelConfig:
             docs: the comments the view carries (``ViewDocs.of`` the model's node).
             name: the dbt model's name, which fixes name in ``dbt run -s``.
             empty: dbt's ``--empty`` flag.
-            node, project: the model's unique_id and the root project's name.
+            node, project: the model's unique_id, and ``<project_name>:<target.schema>``.
         """
         where = f"Model {model}"
         if str(file_format or "iceberg").strip().lower() != "iceberg":

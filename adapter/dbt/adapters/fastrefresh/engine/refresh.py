@@ -545,8 +545,9 @@ class DbtModel:
             the view is built without rows, and its next dbt run rebuilds it.
         view_found: dbt found the view: if its storage table is missing, the reason of
             the build says so (it was dropped outside dbt-fastrefresh).
-        node, project: the model's node (its unique_id) and the dbt project running it
-            (the root project's name), recorded in the view's definition.
+        node, project: the model's node (its unique_id) and the dbt project and target
+            running it (``<project_name>:<target.schema>``), recorded in the view's
+            definition (``admin.ProjectNodes``).
     """
 
     name: str

@@ -276,7 +276,7 @@ class SignedTerm(NamedTuple):
     """One hidden count or sum of an algebraic aggregate: ``delta``, its column in the
     delta; ``hidden``, its column in the view; ``signed``, a changed row's signed value
     (of a floating-point sum, its finite part); ``value``, of a floating-point sum, a
-    changed row's value (its non-finite ones are counted apart: ``_non_finite``)."""
+    changed row's value (its non-finite ones are counted apart: ``counted``)."""
 
     delta: str
     hidden: str
