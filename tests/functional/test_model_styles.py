@@ -1,6 +1,8 @@
 """fast_refresh models as dbt projects write them, and the runs around them: an import
 CTE named like the table it reads, an enforced contract's column order, a `view` model
-switched to fast_refresh, and a failed run of one model beside others on the same log."""
+switched to fast_refresh, a model that can never refresh fast (no log made for it), a
+failed run of one model beside others on the same log, the package's tests under `where`
+and `--empty`, and models removed or moved out of schemas of their own."""
 
 from __future__ import annotations
 
