@@ -307,6 +307,24 @@ def test_the_overwrite_form_of_a_small_view(name: str) -> None:
     check(f"overwrite_{name}", delta(name, overwrite=True))
 
 
+def test_a_full_join_of_identifier_keys_computes_no_null_key_closure() -> None:
+    """Keys that are Iceberg identifier fields are never NULL: the closure of the rows a
+    NULL key reaches (planned again at each of its references) is left out."""
+    plan = plan_of("outer_full")
+    sources = {m: source(plan, m) for m in VIEWS["outer_full"][1]}
+    target = sqlgen.Target(
+        TableName(S, "outer_full"), types_of(plan), AVG_TYPES, required_keys=frozenset({M1, M3})
+    )
+    sql = sqlgen.delta_statement(plan, target, sources, pins=PINS, old_pins=OLD_PINS)
+    check("delta_outer_full_required_keys", sql)
+    assert "__fr_nullrows" not in sql and "__fr_nullrows" in delta("outer_full")
+    # One side's key may be NULL: the closure stays.
+    one = sqlgen.Target(TableName(S, "outer_full"), types_of(plan), required_keys=frozenset({M1}))
+    assert "__fr_nullrows" in sqlgen.delta_statement(
+        plan, one, sources, pins=PINS, old_pins=OLD_PINS
+    )
+
+
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_the_complete_refresh_select_of_each_shape(name: str) -> None:
     check(f"complete_{name}", sqlgen.complete_select(plan_of(name), PINS))

@@ -1334,9 +1334,18 @@ class _Refresh:
         log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
         types = {c.name: c.type for c in record.meta.columns}
         old_pins = _old_pins(self.setups, pins, previous)
-        target = sqlgen.Target(
-            self.storage, types, record.config.avg_types, overwrite=overwrites(record)
+        # Masters keyed by their identifier fields, which Iceberg keeps NOT NULL.
+        required = frozenset(
+            m.name
+            for m in self.masters
+            if m.log is not None
+            and m.log.config.key_columns
+            and set(m.log.config.key_columns) <= set(m.meta.identifier_fields)
         )
+        target = sqlgen.Target(
+            self.storage, types, record.config.avg_types, overwrite=overwrites(record),
+            required_keys=required,
+        )  # fmt: skip
         changed = {m: s for m, s in sources.items() if m in pending}
         statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
         state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)

@@ -160,8 +160,12 @@ def _by_either_key(
     the view), the join's rows holding one inserted; matched by both sides' keys."""
     cols = list(plan.view_columns)
     keyed = list(dict.fromkeys(c for i in plan.inputs for c in i.key_view_columns))
-    more, reached = _null_closed(plan, target, reached)
-    ctes = ctes + more
+    if not all(i.master in target.required_keys for i in plan.inputs):
+        # A key that can be NULL: the rows a NULL key reaches (``_null_closed``). Keys
+        # that cannot (Iceberg identifier fields) reach none, and the closure, which
+        # Spark plans again at each of its references, is left out.
+        more, reached = _null_closed(plan, target, reached)
+        ctes = ctes + more
     # A row of a FULL join is unique by both sides' keys, so UNION (distinct) of the rows
     # each side's reached keys hold loses none. Those rows are computed with the side's
     # table restricted to its reached keys (its LEFT/RIGHT join with the other): a filter

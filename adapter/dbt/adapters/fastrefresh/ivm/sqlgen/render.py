@@ -19,13 +19,15 @@ class Target:
     ``avg_types``: Spark's result type of each ``AVG(arg)`` of the query, by argument, so an
     incremental average is cast like the query's; ``overwrite``: write the delta as one
     statement replacing the whole view (a copy-on-write view of a file or two, which a
-    MERGE would rewrite whole anyway).
+    MERGE would rewrite whole anyway); ``required_keys``: the masters whose log's key is
+    the table's Iceberg identifier fields, which are never NULL.
     """
 
     view: TableName
     types: Mapping[str, str]
     avg_types: Mapping[str, str] = field(default_factory=dict)
     overwrite: bool = False
+    required_keys: frozenset[TableName] = frozenset()
 
 
 @dataclass(frozen=True)

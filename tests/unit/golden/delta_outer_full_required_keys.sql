@@ -1,0 +1,264 @@
+MERGE INTO `g`.`outer_full` AS t
+USING (
+  WITH __fr_own0_rng AS (
+    SELECT
+      `k`,
+      `g`,
+      old_new__,
+      sequence__
+    FROM `g`.`mlog__m1` VERSION AS OF 31
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 6
+          ) <> 0
+        )
+      )
+  ), __fr_own0_ranked AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+      COUNT(1) OVER (
+        PARTITION BY `k`
+        ORDER BY sequence__
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+      ) AS __fr_n
+    FROM __fr_own0_rng
+  ), __fr_own0 AS (
+    SELECT
+      `k`,
+      `g`,
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    FROM __fr_own0_ranked
+    WHERE
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
+  ), __fr_oth0_keys AS (
+    SELECT DISTINCT
+      `k`
+    FROM `g`.`mlog__m3` VERSION AS OF 33
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 14
+          ) <> 0
+        )
+      )
+  ), __fr_oth0_old AS (
+    SELECT
+      m.`k`,
+      m.`g`,
+      m.`x`,
+      -1 AS __fr_sign
+    FROM `g`.`m3` VERSION AS OF 13 AS m
+    LEFT SEMI JOIN __fr_oth0_keys AS c
+      ON m.`k` IS NOT DISTINCT FROM c.`k`
+  ), __fr_oth0_new AS (
+    SELECT
+      m.`k`,
+      m.`g`,
+      m.`x`,
+      1 AS __fr_sign
+    FROM `g`.`m3` VERSION AS OF 23 AS m
+    LEFT SEMI JOIN __fr_oth0_keys AS c
+      ON m.`k` IS NOT DISTINCT FROM c.`k`
+  ), __fr_oth0 AS (
+    SELECT
+      *
+    FROM __fr_oth0_old
+    UNION ALL
+    SELECT
+      *
+    FROM __fr_oth0_new
+  ), __fr_oth0_v AS (
+    SELECT DISTINCT
+      __fr_oth0.g AS __fr_c0
+    FROM __fr_oth0
+  ), __fr_reached0 AS (
+    SELECT
+      `k`
+    FROM __fr_own0
+    UNION
+    SELECT
+      __fr_p.`k`
+    FROM `g`.`m1` VERSION AS OF 21 AS __fr_p
+    LEFT SEMI JOIN __fr_oth0_v AS v
+      ON __fr_p.g = v.__fr_c0
+  ), __fr_own1_keys AS (
+    SELECT DISTINCT
+      `k`
+    FROM `g`.`mlog__m3` VERSION AS OF 33
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 14
+          ) <> 0
+        )
+      )
+  ), __fr_own1_old AS (
+    SELECT
+      m.`k`,
+      m.`g`,
+      m.`x`,
+      -1 AS __fr_sign
+    FROM `g`.`m3` VERSION AS OF 13 AS m
+    LEFT SEMI JOIN __fr_own1_keys AS c
+      ON m.`k` IS NOT DISTINCT FROM c.`k`
+  ), __fr_own1_new AS (
+    SELECT
+      m.`k`,
+      m.`g`,
+      m.`x`,
+      1 AS __fr_sign
+    FROM `g`.`m3` VERSION AS OF 23 AS m
+    LEFT SEMI JOIN __fr_own1_keys AS c
+      ON m.`k` IS NOT DISTINCT FROM c.`k`
+  ), __fr_own1 AS (
+    SELECT
+      *
+    FROM __fr_own1_old
+    UNION ALL
+    SELECT
+      *
+    FROM __fr_own1_new
+  ), __fr_oth1_rng AS (
+    SELECT
+      `k`,
+      `g`,
+      old_new__,
+      sequence__
+    FROM `g`.`mlog__m1` VERSION AS OF 31
+    WHERE
+      (
+        capture__ > 4 AND capture__ <= 7
+      )
+      AND (
+        dmltype__ <> 'U'
+        OR (
+          (
+            CAST(CONV(HEX(SUBSTRING(change_vector__, 1, 1)), 16, 10) AS INT) & 6
+          ) <> 0
+        )
+      )
+  ), __fr_oth1_ranked AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_pos,
+      COUNT(1) OVER (
+        PARTITION BY `k`
+        ORDER BY sequence__
+        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+      ) AS __fr_n
+    FROM __fr_oth1_rng
+  ), __fr_oth1 AS (
+    SELECT
+      `k`,
+      `g`,
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    FROM __fr_oth1_ranked
+    WHERE
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
+  ), __fr_oth1_v AS (
+    SELECT DISTINCT
+      __fr_oth1.g AS __fr_c0
+    FROM __fr_oth1
+  ), __fr_reached1 AS (
+    SELECT
+      `k`
+    FROM __fr_own1
+    UNION
+    SELECT
+      __fr_p.`k`
+    FROM `g`.`m3` VERSION AS OF 23 AS __fr_p
+    LEFT SEMI JOIN __fr_oth1_v AS v
+      ON __fr_p.g = v.__fr_c0
+  )
+  SELECT
+    n.`k`,
+    n.`g`,
+    n.`bk`,
+    n.`bx`,
+    'I' AS __fr_op
+  FROM (
+    SELECT
+      a.k AS k,
+      a.g AS g,
+      b.k AS bk,
+      b.x AS bx
+    FROM (
+      SELECT
+        *
+      FROM `g`.`m1` VERSION AS OF 21 AS __fr_m
+      LEFT SEMI JOIN __fr_reached0 AS __fr_r
+        ON __fr_m.k IS NOT DISTINCT FROM __fr_r.k
+    ) AS a
+    LEFT JOIN g.m3 VERSION AS OF 23 AS b
+      ON a.g = b.g
+    UNION
+    SELECT
+      a.k AS k,
+      a.g AS g,
+      b.k AS bk,
+      b.x AS bx
+    FROM g.m1 VERSION AS OF 21 AS a
+    RIGHT JOIN (
+      SELECT
+        *
+      FROM `g`.`m3` VERSION AS OF 23 AS __fr_m
+      LEFT SEMI JOIN __fr_reached1 AS __fr_r
+        ON __fr_m.k IS NOT DISTINCT FROM __fr_r.k
+    ) AS b
+      ON a.g = b.g
+  ) AS n
+  UNION ALL
+  SELECT
+    d.`k`,
+    CAST(NULL AS DOUBLE),
+    d.`bk`,
+    CAST(NULL AS DOUBLE),
+    'D' AS __fr_op
+  FROM (
+    SELECT
+      t.`k`,
+      t.`bk`
+    FROM `g`.`outer_full` AS t
+    LEFT SEMI JOIN __fr_reached0 AS r
+      ON t.`k` IS NOT DISTINCT FROM r.`k`
+    UNION
+    SELECT
+      t.`k`,
+      t.`bk`
+    FROM `g`.`outer_full` AS t
+    LEFT SEMI JOIN __fr_reached1 AS r
+      ON t.`bk` IS NOT DISTINCT FROM r.`k`
+  ) AS d
+) AS s
+ON t.`k` IS NOT DISTINCT FROM s.`k`
+AND t.`bk` IS NOT DISTINCT FROM s.`bk`
+AND s.__fr_op = 'D'
+WHEN MATCHED THEN DELETE
+WHEN NOT MATCHED AND s.__fr_op = 'I' THEN INSERT (`k`, `g`, `bk`, `bx`) VALUES (s.`k`, s.`g`, s.`bk`, s.`bx`)
