@@ -18,6 +18,13 @@ from dbt_common.events.base_types import EventMsg
 from tests.conftest import REPO_ROOT
 
 
+def fr(sql: str, **config: Any) -> str:
+    """A fast_refresh model's file: ``sql`` under its ``config(materialized='fast_refresh',
+    **config)``."""
+    options = ", ".join(f"{k}={v!r}" for k, v in {"materialized": "fast_refresh", **config}.items())
+    return f"{{{{ config({options}) }}}}\n{sql}"
+
+
 def op(name: str, **args: Any) -> str:
     """Run `dbt run-operation fast_refresh.<name>` (it must succeed); return its output."""
     _, out = run_dbt_and_capture(

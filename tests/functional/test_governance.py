@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture, write_file
 
-from tests.functional.dbt_project import FastRefreshProject, run_and_capture
+from tests.functional.dbt_project import FastRefreshProject, fr, run_and_capture
 
 SOURCES = """
 version: 2
@@ -51,11 +51,6 @@ unit_tests:
         - {team: x, people: 2}
         - {team: null, people: 1}
 """
-
-
-def fr(sql: str, **config: Any) -> str:
-    options = ", ".join(f"{k}={v!r}" for k, v in {"materialized": "fast_refresh", **config}.items())
-    return f"{{{{ config({options}) }}}}\n{sql}"
 
 
 MODELS = {

@@ -11,13 +11,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import rm_file, run_dbt, write_file
 
-from tests.functional.dbt_project import FastRefreshProject, run_and_capture
-
-
-def fr(sql: str, **config: Any) -> str:
-    options = ", ".join(f"{k}={v!r}" for k, v in {"materialized": "fast_refresh", **config}.items())
-    return f"{{{{ config({options}) }}}}\n{sql}"
-
+from tests.functional.dbt_project import FastRefreshProject, fr, run_and_capture
 
 SOURCES = """
 version: 2

@@ -341,14 +341,19 @@ def same_master_columns(stored: str, current: str, masters: list[MasterState]) -
     return stored == current or stored == schema_hash(masters)
 
 
-def plan_of(env: Env, sql: str, masters: list[MasterState]) -> ViewPlan:
-    """``analyze`` of the view's query, cached per process by query and master schemas."""
-    columns = {m.name: list(m.meta.columns) for m in masters}
-    keys = {
+def log_keys(masters: Sequence[MasterState]) -> dict[TableName, list[str]]:
+    """The key columns of each master whose log is keyed, as the planner takes them."""
+    return {
         m.name: list(m.log.config.key_columns)
         for m in masters
         if m.log is not None and not m.log.config.keyless
     }
+
+
+def plan_of(env: Env, sql: str, masters: list[MasterState]) -> ViewPlan:
+    """``analyze`` of the view's query, cached per process by query and master schemas."""
+    columns = {m.name: list(m.meta.columns) for m in masters}
+    keys = log_keys(masters)
     cache_key = (
         sql,
         tuple((str(n), tuple(c)) for n, c in sorted(columns.items())),
@@ -1000,11 +1005,7 @@ class _Refresh:
         get: the logs ``_with_log`` would create are then not created (each would capture
         on every run for no view). Planned with the keys those logs would have; only when
         one would be created."""
-        keys = {
-            m.name: list(m.log.config.key_columns)
-            for m in loaded
-            if m.log is not None and not m.log.config.keyless
-        }
+        keys = log_keys(loaded)
         creates = False
         for m in loaded:
             up = next((u for u in self.upstream if u.relation == m.name), None)
