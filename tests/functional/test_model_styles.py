@@ -1,8 +1,9 @@
 """fast_refresh models as dbt projects write them, and the runs around them: an import
-CTE named like the table it reads, an enforced contract's column order, a `view` model
-switched to fast_refresh, a model that can never refresh fast (no log made for it), a
-failed run of one model beside others on the same log, the package's tests under `where`
-and `--empty`, and models removed or moved out of schemas of their own."""
+CTE named like the table it reads, an enforced contract's column order (and a model over
+it), a `view` model switched to fast_refresh, a model that can never refresh fast (no log
+made for it), a failed run of one model beside others on the same log, the package's
+tests under `where` and `--empty`, and models removed or moved out of schemas of their
+own."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ class TestModelStyles(FastRefreshProject):
                 "{{ config(materialized='table', file_format='iceberg') }}\n"
                 f"select id, name from {source}"
             ),
+            # Over the contracted view: `select *` takes its columns in the contract's order.
+            "over_contracted.sql": fr("select * from {{ ref('contracted') }}"),
             "switched.sql": f"{{{{ config(materialized='view') }}}}\nselect id, name from {source}",
             # Never fast (LIMIT), the only model over its source: no log is made for it.
             "limited.sql": fr("select id from {{ source('app', 'others') }} order by id limit 1"),
@@ -89,8 +92,10 @@ class TestModelStyles(FastRefreshProject):
         # keeps the query's.
         describe = [r[0] for r in self.rows(project, f"describe table {s}.contracted")]
         table = [r[0] for r in self.rows(project, f"describe table {s}.contracted_table")]
-        assert describe[:2] == table[:2] == ["name", "id"], (describe, table)
+        over = [r[0] for r in self.rows(project, f"describe table {s}.over_contracted")]
+        assert describe[:2] == table[:2] == over[:2] == ["name", "id"], (describe, table, over)
         assert self.rows(project, f"select * from {s}.contracted") == [("a", 1)]
+        assert self.rows(project, f"select * from {s}.over_contracted") == [("a", 1)]
         # The `view` model switched to fast_refresh: a first build, not a lost table.
         write_file(fr("select id, name from {{ source('app', 'people') }}"),
                    project.project_root, "models", "switched.sql")  # fmt: skip
@@ -104,6 +109,11 @@ class TestModelStyles(FastRefreshProject):
         assert f"FAST refresh of {s}.contracted" in out, out
         assert sorted(self.rows(project, f"select * from {s}.same_name")) == [(1, "a"), (2, "b")]
         assert sorted(self.rows(project, f"select * from {s}.contracted")) == [("a", 1), ("b", 2)]
+        assert f"FAST refresh of {s}.over_contracted" in out, out
+        assert sorted(self.rows(project, f"select * from {s}.over_contracted")) == [
+            ("a", 1),
+            ("b", 2),
+        ]
 
 
 class TestAFailedRunLeavesTheSharedLog(FastRefreshProject):

@@ -297,6 +297,14 @@ def test_a_view_property_read_tells_a_free_name_from_a_taken_one(spark: Any, pat
     assert [tables.view_property(TableName(s, n), key) for n in entries] == [
         None, None, None, "abc",
     ]  # fmt: skip
+    # Several properties in the one read (a query over a fast_refresh view reads its
+    # fingerprint and its column order): those it has.
+    spark.sql(f"ALTER VIEW {s}.marked SET TBLPROPERTIES ('fast_refresh.view-order'='[\"k\"]')")
+    keys = (key, "fast_refresh.view-order", "absent")
+    assert {n: tables.view_entries(TableName(s, n), keys) for n in entries} == {
+        "free": (False, {}), "t": (True, {}), "plain": (True, {}),
+        "marked": (True, {key: "abc", "fast_refresh.view-order": '["k"]'}),
+    }  # fmt: skip
 
 
 def test_a_refresh_with_nothing_to_capture_reads_its_log_once(spark: Any) -> None:

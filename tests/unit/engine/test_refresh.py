@@ -277,22 +277,28 @@ def test_a_query_reads_the_fast_refresh_views_it_names_from_their_storage() -> N
     stored = {storage: TableMeta(storage, True, "iceberg", columns, 7, {VIEW_CONFIG: "{}"})}
     # s.agg is the model's own view (its fingerprint); s.t and s.old are not views of a
     # model, though a storage table is left at s.old's (another materialization rebuilt it).
-    views = {TableName("s", "agg"): "fingerprint"}
+    views = {TableName("s", "agg"): {"fast_refresh.view-of": "fingerprint"}}
     stored[TableName("s", "old__fr_data")] = stored[storage]
 
-    def view_property(name: TableName, key: str) -> str | None:
-        assert key == "fast_refresh.view-of"
-        return views.get(name)
+    def view_entries(name: TableName, keys: tuple[str, ...]) -> tuple[bool, dict[str, str]]:
+        assert keys == ("fast_refresh.view-of", "fast_refresh.view-order")
+        return name in views, views.get(name, {})
 
     env = types.SimpleNamespace(
         tables=types.SimpleNamespace(
-            load=stored.get, view_property=view_property, iceberg_table=lambda name: None
+            load=stored.get, view_entries=view_entries, iceberg_table=lambda name: None
         )
     )
     sql = "select a.g, t.x from s.agg a join s.t t on a.g = t.g"
     assert resolve_views(env, sql) == (  # type: ignore[arg-type]
         "SELECT a.g, t.x FROM (SELECT `g`, `n` FROM `s`.`agg__fr_data`) AS a "
         "JOIN s.t AS t ON a.g = t.g"
+    )
+    # A view in an order of its own (an enforced contract's) is read in that order, as
+    # `select *` over it reads it.
+    views[TableName("s", "agg")]["fast_refresh.view-order"] = '["n", "g"]'
+    assert resolve_views(env, "select * from s.agg") == (  # type: ignore[arg-type]
+        "SELECT * FROM (SELECT `n`, `g` FROM `s`.`agg__fr_data`) AS agg"
     )
     assert resolve_views(env, "select x from s.t") == "select x from s.t"  # type: ignore[arg-type]
     assert resolve_views(env, "select g from s.old") == "select g from s.old"  # type: ignore[arg-type]
@@ -310,14 +316,14 @@ def test_a_name_the_path_tells_is_an_iceberg_table_is_not_asked_for_as_a_view() 
     meta = TableMeta(t, True, "iceberg", (), 3, {})
     asked: list[TableName] = []
 
-    def view_property(name: TableName, key: str) -> str | None:
+    def view_entries(name: TableName, keys: tuple[str, ...]) -> tuple[bool, dict[str, str]]:
         asked.append(name)
-        return None
+        return False, {}
 
     env = types.SimpleNamespace(
         tables=types.SimpleNamespace(
             load=lambda name: None,
-            view_property=view_property,
+            view_entries=view_entries,
             iceberg_table=lambda name: meta if name == t else None,
         )
     )
@@ -336,7 +342,7 @@ def test_qualify_becomes_a_filter_on_a_derived_table() -> None:
     env = types.SimpleNamespace(
         tables=types.SimpleNamespace(
             load=lambda name: None,
-            view_property=lambda name, key: None,
+            view_entries=lambda name, keys: (False, {}),
             iceberg_table=lambda name: None,
         )
     )

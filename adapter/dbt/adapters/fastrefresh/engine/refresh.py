@@ -42,7 +42,7 @@ from sqlglot.transforms import eliminate_qualify
 
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.engine.config import TableSpec, ViewDocs
-from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read
+from dbt.adapters.fastrefresh.engine.surface import ensure_view, storage_read, view_order
 from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import Column
@@ -87,6 +87,7 @@ from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import (
     VIEW_CONFIG,
     VIEW_FINGERPRINT,
+    VIEW_ORDER,
     VIEW_STATE,
     ViewConfig,
     ViewState,
@@ -198,13 +199,16 @@ def resolve_views(env: Env, sql: str, found: dict[TableName, TableMeta] | None =
         # Only a model's own view stands for its storage table: a model rebuilt by
         # another materialization (a table or a view of its name) leaves its old storage
         # table behind, which must not be read for it.
-        if env.tables.view_property(name, VIEW_FINGERPRINT) is None:
+        marks = env.tables.view_entries(name, (VIEW_FINGERPRINT, VIEW_ORDER))[1]
+        if VIEW_FINGERPRINT not in marks:
             continue
         storage = storage_of(name)
         meta = env.tables.load(storage)
         if meta is None or not meta.iceberg or VIEW_CONFIG not in meta.properties:
             continue
-        body = sqlglot.parse_one(storage_read(storage, meta.columns), read=DIALECT)
+        # In the view's column order (an enforced contract's), as `select *` over it reads.
+        read = storage_read(storage, meta.columns, view_order(marks.get(VIEW_ORDER)))
+        body = sqlglot.parse_one(read, read=DIALECT)
         alias = exp.TableAlias(this=exp.to_identifier(table.alias_or_name))
         table.replace(exp.Subquery(this=body, alias=alias))
         swapped = True

@@ -22,7 +22,7 @@ from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN, HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.protocol.state import VIEW_FINGERPRINT
+from dbt.adapters.fastrefresh.protocol.state import VIEW_FINGERPRINT, VIEW_ORDER
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, properties, string
 
 
@@ -40,6 +40,19 @@ def ordered(columns: Sequence[Column], order: Sequence[str]) -> list[Column]:
     """
     rank = {name: i for i, name in enumerate(order)}
     return sorted(columns, key=lambda c: rank.get(c.name.lower(), len(rank)))
+
+
+def view_order(value: str | None) -> tuple[str, ...]:
+    """The column order a view's ``VIEW_ORDER`` property names (none: the storage's).
+
+    >>> view_order('["name", "id"]'), view_order(None), view_order("not json")
+    (('name', 'id'), (), ())
+    """
+    try:
+        names = json.loads(value) if value else []
+    except ValueError:
+        return ()
+    return tuple(str(n).lower() for n in names) if isinstance(names, list) else ()
 
 
 def storage_read(storage: TableName, columns: Sequence[Column], order: Sequence[str] = ()) -> str:
@@ -75,13 +88,21 @@ def view_statement(
     names = {c.name.lower() for c in columns}
     where = HAVING_COLUMN if HAVING_COLUMN in names else None
     repeat = [REPEAT_COLUMN] if REPEAT_COLUMN in names else []
+    # Columns in an order of their own (an enforced contract's): named on the view, for a
+    # query over it, which reads the storage table (``engine.refresh.resolve_views``).
+    order = [c.name for c in shown]
+    reordered = order != [c.name for c in user_columns(columns)]
     fingerprint = hashlib.sha256(
         json.dumps(
             [str(storage), [(c.name, c.type) for c in shown], docs.relation,
-             dict(docs.columns), where, *repeat],
+             dict(docs.columns), where, *repeat, *([order] if reordered else [])],
             sort_keys=True,
         ).encode()
     ).hexdigest()[:16]  # fmt: skip
+    marks = {
+        VIEW_FINGERPRINT: fingerprint,
+        **({VIEW_ORDER: json.dumps(order)} if reordered else {}),
+    }
     listed = ", ".join(
         ident(c.name)
         + (
@@ -95,7 +116,7 @@ def view_statement(
     verb = "CREATE OR REPLACE VIEW" if replace else "CREATE VIEW"
     statement = (
         f"{verb} {view.sql} ({listed}){comment} "
-        f"TBLPROPERTIES ({properties({VIEW_FINGERPRINT: fingerprint})}) "
+        f"TBLPROPERTIES ({properties(marks)}) "
         f"AS {storage_read(storage, columns, docs.order)}"
     )
     return statement, fingerprint

@@ -328,10 +328,14 @@ class JvmTables:
         return self.view_entry(name, key)[1]
 
     def view_entry(self, name: TableName, key: str) -> tuple[bool, str | None]:
+        taken, found = self.view_entries(name, (key,))
+        return taken, found.get(key)
+
+    def view_entries(self, name: TableName, keys: Sequence[str]) -> tuple[bool, dict[str, str]]:
         """From the session catalog's metadata (a metastore call, no Spark job)."""
         self._activate()
         if self._views_in_iceberg():
-            return self._iceberg_view_entry(name, key)
+            return self._iceberg_view_entries(name, keys)
         try:
             loaded = (
                 self.js.sessionState()
@@ -344,10 +348,11 @@ class JvmTables:
             )
         except Exception as exc:  # py4j wraps Spark's NoSuchTableException
             if "NoSuchTable" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
-                return False, None
+                return False, {}
             raise
-        value = loaded.properties().get(key)
-        return True, str(value.get()) if value.isDefined() else None
+        properties = loaded.properties()
+        found = {k: properties.get(k) for k in keys}
+        return True, {k: str(v.get()) for k, v in found.items() if v.isDefined()}
 
     def snapshot_schema(
         self, name: TableName, snapshot: int, current: Sequence[mt.Column]
@@ -372,16 +377,19 @@ class JvmTables:
             self.h.views_in_iceberg = name == "org.apache.iceberg.spark.SparkCatalog"
         return bool(self.h.views_in_iceberg)
 
-    def _iceberg_view_entry(self, name: TableName, key: str) -> tuple[bool, str | None]:
+    def _iceberg_view_entries(
+        self, name: TableName, keys: Sequence[str]
+    ) -> tuple[bool, dict[str, str]]:
         identifier = self._identifier(name)
         try:
             view = self.h.catalog.loadView(identifier)
         except Exception as exc:  # py4j wraps Spark's NoSuchViewException
             if "NoSuchView" in str(exc) or "VIEW_NOT_FOUND" in str(exc):
-                return self._table_named(identifier), None
+                return self._table_named(identifier), {}
             raise
-        value = view.properties().get(key)
-        return True, None if value is None else str(value)
+        properties = view.properties()
+        found = {k: properties.get(k) for k in keys}
+        return True, {k: str(v) for k, v in found.items() if v is not None}
 
     def _table_named(self, identifier: Any) -> bool:
         """Whether the catalog has a table of that name (a second call to it, where the

@@ -328,6 +328,14 @@ class SqlTables:
     def view_property(self, name: TableName, key: str) -> str | None:
         return self.view_entry(name, key)[1]
 
+    def view_entries(self, name: TableName, keys: Sequence[str]) -> tuple[bool, dict[str, str]]:
+        known = self._not_tables.pop(name, None)
+        if known is None:
+            known = self._show_properties(name)
+        if known is None:
+            return False, {}
+        return True, {k: known[k] for k in keys if k in known}
+
     def view_entry(self, name: TableName, key: str) -> tuple[bool, str | None]:
         known = self._not_tables.pop(name, None)
         if known is not None:  # just read by ``iceberg_table``

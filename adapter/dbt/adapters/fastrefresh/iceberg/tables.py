@@ -351,6 +351,10 @@ class Tables(Protocol):
         the same read: a name found free takes a plain ``CREATE VIEW``."""
         ...
 
+    def view_entries(self, name: TableName, keys: Sequence[str]) -> tuple[bool, dict[str, str]]:
+        """``view_entry`` of several properties in the one read: those the view has."""
+        ...
+
     def iceberg_table(self, name: TableName) -> TableMeta | None:
         """``name`` read fresh (as ``load(name, fresh=True)``) when this path can tell at
         little cost that it is an Iceberg table, which no view of that name can then be;

@@ -42,6 +42,9 @@ VIEW_CONFIG = "fast_refresh.view"
 VIEW_STATE = "fast_refresh.view-state"
 # On a fast_refresh model's Spark view: what it was created from (``engine/surface.py``).
 VIEW_FINGERPRINT = "fast_refresh.view-of"
+# On it too, when it orders its columns otherwise than its storage table (an enforced
+# contract's order): their names in its order, for a query over it (``resolve_views``).
+VIEW_ORDER = "fast_refresh.view-order"
 STATE_KEYS = (LOG_STATE, VIEW_STATE)
 
 UNMARKED = dt.datetime(4000, 1, 1)
