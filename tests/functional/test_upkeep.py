@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.runtime.clock import utcnow
@@ -100,3 +101,49 @@ def test_a_failed_expiry_warns_and_does_not_raise(
     assert len(warnings) == 1
     assert "could not expire old snapshots of upkeep_nowhere.t" in warnings[0]
     assert "Fix:" in warnings[0]
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_log_compacted_and_expired_by_hand_never_applies_changes_twice(
+    spark: Any, path: str
+) -> None:
+    """A platform's maintenance of every table of a schema: the log compacted, then its
+    snapshots expired keeping the last alone, while it holds rows. On the Java path the
+    log's state is in the summaries of its own commits, which went with the expiry; the
+    state the log was created with was taken for it, and capture took every master commit
+    since then again: the view applied them twice. Now the refresh stops and names the
+    fix; the SQL path's state, a property naming its snapshot, survives it."""
+    from dbt.adapters.fastrefresh.errors import FastRefreshError
+    from dbt.adapters.fastrefresh.mlog import ddl as mlog
+
+    schema = f"upkeep_lost_{path}"
+    env = keyed_master_with_log(spark, schema, rows=40, groups=4, path=path)
+    view, sql = (
+        TableName(schema, "v"),
+        f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g",
+    )
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"UPDATE {schema}.m SET x = x + 1 WHERE k < 5")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")  # rows in the log
+    log = f"{schema}.mlog__m"
+    spark.sql(
+        f"CALL spark_catalog.system.rewrite_data_files(table => '{log}', "
+        "options => map('rewrite-all', 'true'))"
+    )
+    spark.sql(
+        f"CALL spark_catalog.system.expire_snapshots(table => '{log}', "
+        "older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)"
+    )
+    assert _snapshots(spark, log) == 1
+    spark.sql(f"INSERT INTO {schema}.m VALUES (100, 1, 5)")
+    if path == "sql":
+        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+        return
+    with pytest.raises(FastRefreshError, match=r"is gone.*drop_mview_log"):
+        refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    # The fix it names: the log made again, the view rebuilt once, then fast again.
+    mlog.drop_mview_log(env, f"{schema}.m")
+    mlog.create_mview_log(env, f"{schema}.m")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
+    spark.sql(f"DELETE FROM {schema}.m WHERE k = 7")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")

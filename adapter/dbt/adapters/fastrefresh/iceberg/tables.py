@@ -121,6 +121,10 @@ def latest_state(meta: TableMeta, key: str, history: History) -> Found:
     >>> f = latest_state(m, "k", h)
     >>> (f.anchor, f.in_summary, [s.snapshot_id for s in f.after])
     (1, False, [2])
+    >>> created = TableMeta(TableName("s", "t"), True, "iceberg", (), 3, {"k": "{}"})
+    >>> compacted = {3: SnapshotInfo(3, 2, "replace", None)}  # 2, with the state, expired
+    >>> latest_state(created, "k", compacted).text is None
+    True
     """
     prop = meta.properties.get(key)
     prop_anchor = json.loads(prop).get("snapshot") if prop else None
@@ -132,8 +136,12 @@ def latest_state(meta: TableMeta, key: str, history: History) -> Found:
         if prop is not None and cursor == prop_anchor:
             return Found(prop, cursor, False, tuple(after))
         snapshot = history.get(cursor)
-        if snapshot is None:  # expired before a state was found
-            break
+        if snapshot is None:
+            # Expired before a state was found (a compaction, then snapshots expired by
+            # hand): the newest state went with them. A property written while the table
+            # had no snapshot is older than that state, and taken for it, it moved the
+            # log back to its creation: every change captured again, applied twice.
+            return Found(None, None, False, tuple(after))
         if key in snapshot.summary:
             return Found(snapshot.summary[key], cursor, True, tuple(after))
         after.append(snapshot)

@@ -126,7 +126,7 @@ def load_log(
     history = env.tables.history(log_table)
     found = latest_state(meta, LOG_STATE, history)
     if found.text is None:
-        raise FastRefreshError(
+        raise LogStateGone(
             f"The state of the materialized view log {log_table} is gone: neither its "
             f"properties nor its retained snapshots hold '{LOG_STATE}' (its snapshots were "
             "expired, or the table was changed by hand). Fix: drop_mview_log and "
@@ -141,6 +141,10 @@ def load_log(
         marked = last if state.marked_sequence < 0 else state.marked_sequence
         state = state.replace(last_sequence=last, marked_sequence=marked, sequence_base=None)
     return LoadedLog(config, state, meta, found)
+
+
+class LogStateGone(FastRefreshError):
+    """A log whose state neither its properties nor its retained snapshots hold."""
 
 
 def _recorded_columns(config: LogConfig, master: TableMeta) -> tuple[mt.Column, ...] | None:
@@ -608,7 +612,10 @@ def drop_mview_log(env: Env, master_name: object, *, held: int = 0) -> str:
                     "that table yourself if it is not needed."
                 )
         else:
-            log = load_log(env, master)
+            try:
+                log = load_log(env, master)
+            except LogStateGone:
+                log = None  # the fix that error names: its views, unknown, rebuild once
             users = log.state.users if log else {}
         env.sql.execute(f"DROP TABLE IF EXISTS {log_table.sql}")
         env.runtime.chosen.pop(str(log_table), None)
