@@ -83,6 +83,25 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
         output = op_failing("capture_changes", master=master)
         assert "has no materialized view log (Oracle: ORA-23413). Fix: " in output
 
+    def test_capture_of_every_log_goes_past_a_log_whose_master_is_gone(self, ready: Any) -> None:
+        """A scheduled `capture_changes` of every log stopped at the first log whose master
+        was renamed, and the logs after it were not captured."""
+        project = ready
+        s = project.test_schema
+        for name in ("aa_gone", "zz_kept"):
+            project.run_sql(f"create table {s}.{name} (id int not null, v int) using iceberg")
+            project.run_sql(f"alter table {s}.{name} set identifier fields id")
+            op("create_mview_log", master=f"{s}.{name}")
+            project.run_sql(f"insert into {s}.{name} values (1, 1)")
+        project.run_sql(f"alter table {s}.aa_gone rename to {s}.aa_renamed")
+        output = op_failing("capture_changes")
+        assert "Capture failed for 1 of " in output and f"{s}.mlog__aa_gone" in output, output
+        assert "drop_mview_log" in output, output
+        kept = project.run_sql(f"select count(*) from {s}.mlog__zz_kept", fetch="one")[0]
+        assert kept == 1, "the healthy log was captured"
+        op("drop_mview_log", master=f"{s}.aa_gone")
+        assert "Capture failed" not in op("capture_changes")
+
     def test_a_hook_runs_an_operation_and_renders_no_sql(self, ready: Any) -> None:
         schema = ready.test_schema
         ready.run_sql(f"create table {schema}.hooked (id int not null) using iceberg")

@@ -9,11 +9,12 @@ whose place is before that point is told the rows it needed were purged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh.engine.refresh import load_view
 from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog.consumers import (
     execute_purge,
     plan_purge,
@@ -307,4 +308,26 @@ def _standing(journal: Journal) -> set[str]:
     released = {view for _, view in journal.released}
     return (
         {v for v, status in last.items() if status == "SUCCESS"} - journal.unregistered - released
+    )
+
+
+def capture_every_log(env: Env, masters: Sequence[TableName]) -> tuple[str, str | None]:
+    """Capture each of ``masters`` (every registered log): (what each capture did, why
+    those that failed did). A log that fails (its master dropped or renamed, say) keeps
+    none of the others from their capture: a scheduled job capturing every log went no
+    further than the first such log."""
+    done: list[str] = []
+    failed: list[str] = []
+    for master in masters:
+        try:
+            done.append(capture.capture(env, master).message())
+        except FastRefreshError as exc:
+            failed.append(f"- {log_table_for(master)}: {exc.message}")
+    if not failed:
+        return "\n".join(done), None
+    return "\n".join(done), (
+        f"Capture failed for {len(failed)} of {len(masters)} materialized view logs; the "
+        "others were captured:\n" + "\n".join(failed) + "\nFix: as each says; a log "
+        "whose master was dropped or renamed for good is dropped with "
+        "fast_refresh.drop_mview_log (its views then refresh completely once)."
     )

@@ -278,11 +278,18 @@ class FastrefreshAdapter(SparkAdapter):
     @available.parse(_parse_stub)
     def fr_capture_changes(self, master: Any = None) -> str:
         env = self._env()
-        masters = [mlog.master_table(env, master)] if master else registry.logs_published(env)
+        if master:
+            return self._published(
+                env, capture.capture(env, mlog.master_table(env, master)).message()
+            )
+        masters = registry.logs_published(env)
         if not masters:
             return "capture: no materialized view logs are registered"
-        results = [capture.capture(env, m).message() for m in masters]
-        return self._published(env, "\n".join(results))
+        done, failed = admin.capture_every_log(env, masters)
+        done = self._published(env, done)  # the captures that went through, recorded
+        if failed:
+            raise FastRefreshError(failed)
+        return done
 
     @available.parse(_parse_stub)
     def fr_purge_log(self, master: Any, num: Any = 1, flag: Any = "delete") -> str:
