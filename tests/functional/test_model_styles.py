@@ -248,3 +248,16 @@ class TestRemovedModelsInOtherSchemas(FastRefreshProject):
         ok, out = run_and_capture(["run"])
         assert ok and f"FAST refresh of {s}.kept" in out, out
         assert self.rows(project, f"select count(*) from {s}.mlog__people") == [(0,)]
+        # A removed model whose relations are dropped too leaves the registry's mviews
+        # (its last row showed it FRESH for good).
+        write_file(fr("select id from {{ source('app', 'people') }}", schema="lonely"),
+                   project.project_root, "models", "lonely.sql")  # fmt: skip
+        run_dbt(["run"])
+        rm_file(project.project_root, "models", "lonely.sql")
+        project.run_sql(f"drop view {s}_lonely.lonely")
+        project.run_sql(f"drop table {s}_lonely.lonely__fr_data")
+        project.run_sql(f"insert into {s}.people values (4, 'd')")
+        ok, out = run_and_capture(["run"])
+        assert ok and f"released {s}_lonely.lonely from the log of {s}.people" in out, out
+        mviews = [r[0] for r in self.rows(project, f"select mview from {s}_reg.mviews")]
+        assert f"{s}_lonely.lonely" not in mviews and f"{s}.kept" in mviews, mviews

@@ -70,3 +70,22 @@ def test_a_fast_refresh_upstream_is_read_from_its_storage_table() -> None:
     }
     (found,) = upstream_of({"depends_on": {"nodes": ["model.p.fr"]}}, graph)
     assert found.relation == TableName("an", "fr__fr_data")
+
+
+def test_a_node_whose_name_no_view_or_master_can_have_is_passed_by() -> None:
+    """A seed `country-codes.csv` or a view model `stg-people` (legal in dbt): the hooks
+    that list the project's relations failed every run of the project on its name."""
+    from dbt.adapters.fastrefresh.engine.upstream import model_relations, project_relations
+
+    graph = {
+        "nodes": {
+            "seed.p.country-codes": {"resource_type": "seed", "config": {},
+                                     "relation_name": "`s`.`country-codes`"},
+            "model.p.stg-people": {"resource_type": "model", "config": {"materialized": "view"},
+                                   "relation_name": "`s`.`stg-people`"},
+            "model.p.a": {"resource_type": "model", "config": {"materialized": "fast_refresh"},
+                          "relation_name": "`s`.`a`"},
+        }
+    }  # fmt: skip
+    assert project_relations(graph) == {TableName("s", "a"): "fast_refresh"}
+    assert model_relations(graph) == {"model.p.a": (TableName("s", "a"), "fast_refresh")}

@@ -97,17 +97,28 @@ def _log_setting(uid: str, setting: Any) -> tuple[bool | None, Mapping[str, Any]
     )
 
 
+def _named(node: Mapping[str, Any]) -> TableName | None:
+    """A node's relation (None: none, or a name no fast_refresh view or master can have,
+    as a seed `country-codes.csv` has: such a node is none of dbt-fastrefresh's, and the
+    hooks that list the project's relations pass it by, where they failed every run)."""
+    relation = node.get("relation_name")
+    if not relation:
+        return None
+    try:
+        return TableName.parse(relation)
+    except FastRefreshError:
+        return None
+
+
 def model_relations(graph: Mapping[str, Any]) -> dict[str, tuple[TableName, str]]:
     """The relation and materialization of each enabled model of dbt's flat graph, by its
     node's unique_id."""
-    return {
-        str(uid): (
-            TableName.parse(node["relation_name"]),
-            str((node.get("config") or {}).get("materialized") or "model"),
-        )
-        for uid, node in (graph.get("nodes") or {}).items()
-        if node.get("resource_type") == "model" and node.get("relation_name")
-    }
+    found = {}
+    for uid, node in (graph.get("nodes") or {}).items():
+        name = _named(node) if node.get("resource_type") == "model" else None
+        if name is not None:
+            found[str(uid)] = (name, str((node.get("config") or {}).get("materialized") or "model"))
+    return found
 
 
 def project_relations(graph: Mapping[str, Any]) -> dict[TableName, str]:
@@ -116,7 +127,7 @@ def project_relations(graph: Mapping[str, Any]) -> dict[TableName, str]:
     found = {}
     for node in (graph.get("nodes") or {}).values():
         config = node.get("config") or {}
-        if node.get("resource_type") in ("model", "seed", "snapshot") and node.get("relation_name"):
-            materialized = config.get("materialized") or node["resource_type"]
-            found[TableName.parse(node["relation_name"])] = str(materialized)
+        name = _named(node) if node.get("resource_type") in ("model", "seed", "snapshot") else None
+        if name is not None:
+            found[name] = str(config.get("materialized") or node["resource_type"])
     return found

@@ -346,10 +346,15 @@ def _rows(env: Env, journal: Journal) -> list[str]:
             views.add(str(user["mview"]))
     failures = {r.mview: r for r in journal.refreshes if r.status == "FAILED"}
     last = {r.mview: r for r in journal.refreshes}
+    released = {view for _, view in journal.released}
     for view in sorted(views - journal.unregistered):
         row = describe_view(env, TableName.parse(view), failures.get(view), last.get(view))
         if row is not None:
             rows.append(values_row("mview", view, row, now))
+        elif view in released:
+            # Released from its logs with its table gone (a model removed, its relations
+            # dropped): no longer a materialized view. Its last row said FRESH for good.
+            rows.append(values_row("mview", view, None, now))
     for r in journal.refreshes:
         rows.append(values_row("refresh_run", r.run_id, {
             "run_id": r.run_id, "mview": r.mview, "started": r.started, "ended": r.ended,
