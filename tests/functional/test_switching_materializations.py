@@ -12,6 +12,9 @@
 - `refresh_mviews` created the view again without the model's persist_docs comments.
 - A `fast_refresh` model switched to `table` leaves its storage table behind, and the log
   operations took the model's name for that stale table.
+- A `table` model read by fast_refresh models (so logged) switched to `fast_refresh` left
+  its table's log behind: capture failed on it for good, and `drop_mview_log` of the
+  model's name, the fix, dropped the live log of the model's storage table instead.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import pytest
 from dbt.tests.util import run_dbt, write_file
 
-from tests.functional.dbt_project import FastRefreshProject, op, run_and_capture
+from tests.functional.dbt_project import FastRefreshProject, op, op_failing, run_and_capture
 
 VIEW = "{{{{ config(materialized='view') }}}} select id, v from {{{{ target.schema }}}}.raw {where}"
 FAST = (
@@ -124,3 +127,76 @@ class TestSwitchingMaterializations(FastRefreshProject):
         run_dbt(["run"])
         assert rows("to_table") == [(2, 2), (3, 30), (9, 8)]
         assert rows("m") == [(3, 30), (9, 8)]
+
+
+OVER = "{{{{ config(materialized='fast_refresh') }}}} select id, v from {{{{ ref('{of}') }}}}"
+
+
+class TestLogsOfReplacedTables(FastRefreshProject):
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {
+            "a.sql": TABLE.format(where=""),
+            "over_a.sql": OVER.format(of="a"),
+            "over_c.sql": OVER.format(of="c"),
+            "c.sql": FAST.format(where=""),
+        }
+
+    def test_the_log_of_a_replaced_table_goes_with_it(self, ready: Any) -> None:
+        project, s = ready, ready.test_schema
+        project.run_sql(f"create table {s}.raw (id int not null, v int) using iceberg")
+        project.run_sql(f"alter table {s}.raw set identifier fields id")
+        project.run_sql(f"insert into {s}.raw values (1, 1), (2, 2)")
+        op("create_mview_log", master=f"{s}.raw")
+
+        def tables() -> set[str]:
+            return {r[1] for r in self.rows(project, f"show tables in {s}")}
+
+        def rows(relation: str) -> list[tuple[Any, ...]]:
+            return sorted(self.rows(project, f"select id, v from {s}.{relation}"))
+
+        # A table model read by a fast_refresh model gets a log; switched to fast_refresh,
+        # its table goes, and its log with it (the views on it are released).
+        run_dbt(["run", "-s", "a", "over_a"])
+        assert "mlog__a" in tables()
+        write_file(FAST.format(where=""), project.project_root, "models", "a.sql")
+        ok, out = run_and_capture(["run", "-s", "a", "over_a"])
+        assert ok, out
+        assert (
+            f"dropped materialized view log {s}.mlog__a on {s}.a; views that used it need a "
+            f"complete refresh: {s}.over_a (its table {s}.a was replaced by the fast_refresh "
+            "model's view)" in out
+        ), out
+        assert "mlog__a" not in tables() and "mlog__a__fr_data" in tables()
+        project.run_sql(f"insert into {s}.raw values (3, 3)")
+        ok, out = run_and_capture(["run", "-s", "a", "over_a"])
+        assert ok and f"FAST refresh of {s}.over_a" in out, out
+        assert rows("over_a") == rows("raw") == [(1, 1), (2, 2), (3, 3)]
+
+        # A log left on a name that became a fast_refresh model's view (here: its table
+        # dropped by hand before the model was written) is named by capture_changes with
+        # the fix, which drops that log and not the storage table's, in use.
+        project.run_sql(f"create table {s}.c (id int not null, v int) using iceberg")
+        op("create_mview_log", master=f"{s}.c")
+        project.run_sql(f"drop table {s}.c")
+        run_dbt(["run", "-s", "c", "over_c"])
+        assert {"mlog__c", "mlog__c__fr_data"} <= tables()
+        out = op_failing("capture_changes")
+        assert (
+            f"- {s}.mlog__c: {s}.c is a fast_refresh model's view now, no longer the table "
+            "this log was on (the model replaced that table), so the log can capture nothing "
+            "again. Fix: dbt run-operation fast_refresh.drop_mview_log --args "
+            f"'{{master: {s}.c}}' (it drops this log, not the log of the model's storage "
+            f"table {s}.c__fr_data)." in out
+        ), out
+        out = op("drop_mview_log", master=f"{s}.c")
+        assert f"dropped materialized view log {s}.mlog__c on {s}.c (" in out, out
+        assert "mlog__c" not in tables() and "mlog__c__fr_data" in tables()
+        assert "Capture failed" not in op("capture_changes")
+        project.run_sql(f"insert into {s}.raw values (4, 4)")
+        ok, out = run_and_capture(["run", "-s", "c", "over_c"])
+        assert ok and f"FAST refresh of {s}.over_c" in out, out
+        assert rows("over_c") == rows("raw")
+        # Named again, the model's name means its storage table's log.
+        out = op("drop_mview_log", master=f"{s}.c")
+        assert f"dropped materialized view log {s}.mlog__c__fr_data on {s}.c__fr_data" in out

@@ -322,7 +322,7 @@ def capture_every_log(env: Env, masters: Sequence[TableName]) -> tuple[str, str 
         try:
             done.append(capture.capture(env, master).message())
         except FastRefreshError as exc:
-            failed.append(f"- {log_table_for(master)}: {exc.message}")
+            failed.append(f"- {log_table_for(master)}: {_capture_failure(env, master, exc)}")
     if not failed:
         return "\n".join(done), None
     return "\n".join(done), (
@@ -330,4 +330,20 @@ def capture_every_log(env: Env, masters: Sequence[TableName]) -> tuple[str, str 
         "others were captured:\n" + "\n".join(failed) + "\nFix: as each says; a log "
         "whose master was dropped or renamed for good is dropped with "
         "fast_refresh.drop_mview_log (its views then refresh completely once)."
+    )
+
+
+def _capture_failure(env: Env, master: TableName, exc: FastRefreshError) -> str:
+    """Why capture of ``master``'s log failed, as ``capture_every_log`` says it. A log on
+    a name a fast_refresh model's view now has was on the table of that name the model
+    replaced (left by a refresh that died between the two): the view's error ("a view,
+    not a table ... make it a fast_refresh model") sent the user the wrong way."""
+    if master_table(env, master) == master:
+        return exc.message
+    return (
+        f"{master} is a fast_refresh model's view now, no longer the table this log was on "
+        "(the model replaced that table), so the log can capture nothing again. Fix: dbt "
+        "run-operation fast_refresh.drop_mview_log --args "
+        f"'{{master: {master}}}' (it drops this log, not the log of the model's storage "
+        f"table {storage_of(master)})."
     )

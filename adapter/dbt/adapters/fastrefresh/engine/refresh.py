@@ -69,6 +69,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
     create_mview_log,
     drop_mview_log,
+    drop_replaced_log,
     load_log,
     log_differences,
     log_mismatch,
@@ -123,7 +124,7 @@ class RefreshResult:
     seconds: float
     phases: dict[str, float] = field(default_factory=dict)
     noop: bool = False
-    logs_created: tuple[str, ...] = ()  # what creating its masters' missing logs said
+    logs_created: tuple[str, ...] = ()  # what creating (or dropping) logs said
     # A master's log that differs from what its dbt node's ``mview_log`` asks (kept).
     log_warnings: tuple[str, ...] = ()
 
@@ -1199,6 +1200,25 @@ class _Refresh:
             self.env, self.view, self.storage, columns, self.docs or ViewDocs(),
             replace_table=self.replace_table, keep_existing=keep,
         )  # fmt: skip
+        if self.replace_table:
+            self._drop_replaced_log()
+
+    def _drop_replaced_log(self) -> None:
+        """The log of the table the view replaced (another materialization's, logged while
+        models read it) goes with it. Left, capture failed on it for good, and
+        drop_mview_log of the model's name dropped the storage table's log, in use. One a
+        refresh of this process's other threads is using stays, with a warning."""
+        try:
+            said = drop_replaced_log(self.env, self.view)
+        except FastRefreshError as exc:
+            self.log_warnings.append(
+                f"the materialized view log of the table {self.view} this model replaced is "
+                f"left: {exc.message} Fix: dbt run-operation fast_refresh.drop_mview_log "
+                f"--args '{{master: {self.view}}}' once the run has finished."
+            )
+            return
+        if said is not None:
+            self.logs_created.append(said)
 
     def _setup(
         self, masters: list[MasterState], record: ViewRecord | None, *, since: float

@@ -589,8 +589,45 @@ def drop_mview_log(env: Env, master_name: object, *, held: int = 0) -> str:
     """Drop a log (Oracle: DROP MATERIALIZED VIEW LOG); its views then need a complete
     refresh (they find their log gone, or a new one they are not registered on).
     ``held``: the uses of the log the caller counts itself (a refresh creating its log
-    again), which do not stop the drop."""
-    master = master_table(env, master_name)
+    again), which do not stop the drop.
+
+    A name that stands for a fast_refresh model's storage table (``master_table``) while
+    a log of the name itself is still there means that log: it was on the table of that
+    name the model replaced (left by a refresh that died between the two, or by an older
+    version), and capture fails on it for good. Dropping the storage table's log instead
+    made every view on it rebuild, and left the stale log failing."""
+    named = TableName.parse(master_name)
+    master = master_table(env, named)
+    if master != named and is_log_table(env.tables.load(log_table_for(named), fresh=True)):
+        said = _drop_log(env, named, held=held)
+        return (
+            f"{said} ({named} is a fast_refresh model's view now, not the table this log was "
+            f"on; the log of the model's storage table, {log_table_for(master)}, is kept: "
+            f"drop it by naming {master})"
+        )
+    return _drop_log(env, master, held=held)
+
+
+def drop_replaced_log(env: Env, table: TableName) -> str | None:
+    """Drop the log of ``table``, another materialization's table that the fast_refresh
+    model of that name has just replaced by its view (Oracle drops a master's log with
+    it); what that did, None when it had none. The views on it are released: they read
+    the model's storage table now, a change of definition they rebuild for anyway."""
+    if not is_log_table(env.tables.load(log_table_for(table), fresh=True)):
+        return None
+    said = _drop_log(env, table)
+    return f"{said} (its table {table} was replaced by the fast_refresh model's view)"
+
+
+def is_log_table(meta: TableMeta | None) -> bool:
+    """Whether ``meta`` is a materialized view log's table (dbt-fastrefresh's properties)."""
+    return meta is not None and (
+        LOG_CONFIG in meta.properties or "fast_refresh.master" in meta.properties
+    )
+
+
+def _drop_log(env: Env, master: TableName, *, held: int = 0) -> str:
+    """``drop_mview_log`` of the log on ``master`` itself (the name resolved)."""
     log_table = log_table_for(master)
     with env.holding([log_lock(log_table)]):
         if env.runtime.in_use.get(str(log_table), 0) > held:
@@ -605,7 +642,7 @@ def drop_mview_log(env: Env, master_name: object, *, held: int = 0) -> str:
             raise missing_log_error(env, master, dropping=True)
         users: Mapping[str, Any] = {}
         if LOG_CONFIG not in meta.properties:
-            if "fast_refresh.master" not in meta.properties:
+            if not is_log_table(meta):
                 raise FastRefreshError(
                     f"{log_table} is not a materialized view log (no dbt-fastrefresh "
                     f"properties), so it is left alone. Fix: check the master name; drop "
