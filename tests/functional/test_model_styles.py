@@ -213,7 +213,10 @@ class TestRemovedModelsInOtherSchemas(FastRefreshProject):
     """A model removed from the project, or moved to another schema, whose old view sits
     in a schema no other fast_refresh model of the project has: its claim on the log it
     shares held the log's rows back for good (the release looked only in the schemas of
-    the project's fast_refresh models). The view records its dbt node and project now."""
+    the project's fast_refresh models). The view records its dbt node and project now.
+    A removed model over a model held the upstream's log (of its storage table) for good:
+    the release looked only at the logs the run captured or purged, and nothing captures
+    a log whose only view is gone."""
 
     @pytest.fixture(scope="class")
     def models(self) -> dict[str, str]:
@@ -223,6 +226,7 @@ class TestRemovedModelsInOtherSchemas(FastRefreshProject):
             "kept.sql": fr(f"select id, name from {source}"),
             "lonely.sql": fr(f"select id from {source}", schema="lonely"),
             "moved.sql": fr(f"select name from {source}", schema="away"),
+            "over_kept.sql": fr("select id from {{ ref('kept') }}"),
         }
 
     def test_released(self, ready: Any) -> None:
@@ -230,11 +234,18 @@ class TestRemovedModelsInOtherSchemas(FastRefreshProject):
         s = people(project)
         run_dbt(["run"])
         rm_file(project.project_root, "models", "lonely.sql")
+        rm_file(project.project_root, "models", "over_kept.sql")
         write_file(fr("select name from {{ source('app', 'people') }}"),
                    project.project_root, "models", "moved.sql")  # fmt: skip
         project.run_sql(f"insert into {s}.people values (2, 'b')")
         ok, out = run_and_capture(["run"])
         assert ok, out
+        assert (
+            f"released {s}.over_kept from the log of {s}.kept: it is no longer a model of "
+            "this dbt project (removed or renamed"
+        ) in out, out
+        users = self.rows(project, f"select mview from {s}_reg.mview_log_users")
+        assert (f"{s}.over_kept",) not in users and (f"{s}.kept",) in users, users
         assert (
             f"released {s}_lonely.lonely from the log of {s}.people: its model "
             "model.test.lonely is no longer in this dbt project"

@@ -205,7 +205,8 @@ def release_orphans(
 ) -> list[str]:
     """Release the claims of registered views that no longer hold their logs back.
 
-    Looks at the logs this invocation changed or left for a purge. A view registered on
+    Looks at the logs this invocation changed or left for a purge, and those of the
+    storage tables its refreshes wrote (``registry.settle_written``). A view registered on
     one is released (``purge_mview_from_log``; its rows purged when no other view needs
     them) when its table is gone or is no longer a fast_refresh view (dropped, or rebuilt
     by another materialization), when its query no longer reads the log's master (its
@@ -226,6 +227,7 @@ def release_orphans(
     )
     schemas = {v.schema for v in project_views or ()}
     standing = _standing(journal)
+    registry.settle_written(env, journal)
     done = []
     for master in sorted(journal.logs | journal.to_purge):
         name = TableName.parse(master)

@@ -368,6 +368,15 @@ def _rows(env: Env, journal: Journal) -> list[str]:
     return rows
 
 
+def settle_written(env: Env, journal: Journal) -> None:
+    """Count the storage tables this process's refreshes wrote that have a log among the
+    logs that changed (``_logged``), once: the release reads their users then (a view
+    over a model, removed, held its upstream's log for good: nothing captures a log whose
+    only view is gone), and the publish does not look for them again."""
+    journal.logs.update(_logged(env, journal.written))
+    journal.written.clear()
+
+
 def _logged(env: Env, written: set[str]) -> set[str]:
     """The storage tables among ``written`` (by this process's refreshes) that have a log:
     the masters of views over views, which are stale now, though nothing has captured the
