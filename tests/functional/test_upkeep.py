@@ -147,3 +147,41 @@ def test_a_log_compacted_and_expired_by_hand_never_applies_changes_twice(
     refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
     spark.sql(f"DELETE FROM {schema}.m WHERE k = 7")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_log_reorganized_as_seed_001_shows_keeps_every_change(spark: Any, path: str) -> None:
+    """Seed 001's reorganization of a log (its high-water mark lowered): its rows copied
+    to a table of their own, the log truncated, the rows inserted again. No change is lost
+    and none applied twice: a view behind (rows in the log for it alone) and one level
+    with the log both refresh fast from it, and on after it."""
+    from dbt.adapters.fastrefresh.mlog import capture
+
+    schema = f"upkeep_reorg_{path}"
+    env = keyed_master_with_log(spark, schema, rows=40, groups=4, path=path)
+    views = {
+        TableName(schema, "v"): f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g",
+        TableName(schema, "w"): f"SELECT k, x FROM {schema}.m WHERE g = 1",
+    }
+    w, of_1 = TableName(schema, "w"), views[TableName(schema, "w")]
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"UPDATE {schema}.m SET x = x + 1 WHERE k < 6")
+    spark.sql(f"DELETE FROM {schema}.m WHERE k = 9")
+    refresh_and_check(spark, env, w, of_1, exists=True, expect="FAST")  # v is behind
+    spark.sql(f"INSERT INTO {schema}.m VALUES (100, 1, 5), (101, 2, 6)")
+    capture.capture(env, TableName(schema, "m"))
+    log = f"{schema}.mlog__m"
+    held = spark.sql(f"SELECT count(*) FROM {log}").collect()[0][0]
+    assert held >= 8, held  # the update's images, the delete, the inserts
+    spark.sql(f"CREATE TABLE {schema}.templog USING iceberg AS SELECT * FROM {log}")
+    spark.sql(f"TRUNCATE TABLE {log}")
+    spark.sql(f"INSERT INTO {log} SELECT * FROM {schema}.templog")
+    spark.sql(f"DROP TABLE {schema}.templog")
+    spark.sql(f"UPDATE {schema}.m SET x = 0 WHERE k IN (1, 13, 100)")
+    for view, sql in views.items():
+        result = refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+        assert result.log_rows > 0, view
+    spark.sql(f"DELETE FROM {schema}.m WHERE k IN (5, 101)")
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
