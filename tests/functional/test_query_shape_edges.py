@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, refresh_and_check, views_follow_rounds
@@ -277,3 +279,38 @@ def test_functions_run_as_written(spark: Any) -> None:
         refresh_and_check(spark, env, TableName(schema, name), views[name], exists=True,
                           expect="FAST")  # fmt: skip
         same(name)
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_key_inserted_then_updated_reaches_views_over_a_key_only_log(
+    spark: Any, path: str
+) -> None:
+    """A key-only log (``columns=[]``) writes an update as one 'U' row. A view that reads
+    the key alone, or no column, reads its images from the log; a key inserted and then
+    updated in one range ended with that 'U' row, and the net window, which keeps a key's
+    last new image, dropped the key's insert: the view lost the row (found by review)."""
+    schema = f"edges_keyonly_{path}"
+    t = f"{schema}.t"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {t} (k BIGINT NOT NULL, x INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {t} SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 1), (2, 2)")
+    env = env_for(spark, f"{schema}_registry", path)
+    mlog.create_mview_log(env, t, columns=[])
+    views = {
+        TableName(schema, "tags"): f"SELECT 'row' AS tag FROM {t}",
+        TableName(schema, "keys"): f"SELECT k FROM {t} WHERE k > 1",
+        TableName(schema, "n"): f"SELECT count(*) AS n FROM {t}",
+    }
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"INSERT INTO {t} VALUES (3, 3), (4, 4)")
+    spark.sql(f"UPDATE {t} SET x = 30 WHERE k IN (3, 1)")
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    spark.sql(f"UPDATE {t} SET x = 40 WHERE k = 4")
+    spark.sql(f"DELETE FROM {t} WHERE k = 4")
+    spark.sql(f"INSERT INTO {t} VALUES (5, 5)")
+    spark.sql(f"UPDATE {t} SET x = 50 WHERE k = 5")
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")

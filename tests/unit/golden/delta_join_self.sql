@@ -37,6 +37,7 @@ USING (
           ) <> 0
         )
       )
+      AND old_new__ <> 'U'
   ), __fr_img0_ranked AS (
     SELECT
       *,

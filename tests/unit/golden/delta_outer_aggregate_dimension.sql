@@ -59,6 +59,7 @@ USING (
           ) <> 0
         )
       )
+      AND old_new__ <> 'U'
   ), __fr_goth_ranked AS (
     SELECT
       *,

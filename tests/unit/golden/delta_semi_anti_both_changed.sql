@@ -20,6 +20,7 @@ USING (
           ) <> 0
         )
       )
+      AND old_new__ <> 'U'
   ), __fr_ia_ranked AS (
     SELECT
       *,

@@ -19,6 +19,7 @@ USING (
           ) <> 0
         )
       )
+      AND old_new__ <> 'U'
   ), __fr_ia_ranked AS (
     SELECT
       *,
@@ -60,6 +61,7 @@ USING (
           ) <> 0
         )
       )
+      AND old_new__ <> 'U'
   ), __fr_ib0_ranked AS (
     SELECT
       *,

@@ -19,6 +19,7 @@ WITH __fr_rng AS (
         ) <> 0
       )
     )
+    AND old_new__ <> 'U'
 ), __fr_ranked AS (
   SELECT
     *,

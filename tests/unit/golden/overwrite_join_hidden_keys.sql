@@ -34,6 +34,7 @@ WITH __fr_ck0 AS (
         ) <> 0
       )
     )
+    AND old_new__ <> 'U'
 ), __fr_img0_ranked AS (
   SELECT
     *,

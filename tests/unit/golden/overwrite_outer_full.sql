@@ -17,6 +17,7 @@ WITH __fr_own0_rng AS (
         ) <> 0
       )
     )
+    AND old_new__ <> 'U'
 ), __fr_own0_ranked AS (
   SELECT
     *,
@@ -157,6 +158,7 @@ WITH __fr_own0_rng AS (
         ) <> 0
       )
     )
+    AND old_new__ <> 'U'
 ), __fr_oth1_ranked AS (
   SELECT
     *,

@@ -18,6 +18,7 @@ WITH __fr_own0_rng AS (
         ) <> 0
       )
     )
+    AND old_new__ <> 'U'
 ), __fr_own0_ranked AS (
   SELECT
     *,

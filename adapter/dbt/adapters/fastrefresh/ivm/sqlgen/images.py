@@ -77,6 +77,16 @@ def changed_keys(source: Source, name: str = "imgs") -> str | None:
     return f"SELECT {keys} FROM {p}rng WHERE old_new__ = 'O'"
 
 
+def _images_only(log: LogSource, where: str) -> str:
+    """``where`` (a log range's rows), less a keyed log's 'U' rows: a key-only log writes
+    an update as the key alone, unchanged, which changes nothing a view read from the
+    log reads (a log of images writes none). Kept, one ended a key's rows in the range,
+    and the net window (``image_ctes``) dropped the key's insert before it: the view
+    lost the row. (A delta from the master by time travel takes the keys of those rows
+    too: ``where`` as it was.)"""
+    return f"{where} AND old_new__ <> 'U'" if log.key_columns else where
+
+
 def image_ctes(
     plan: ViewPlan,
     source: Source,
@@ -114,15 +124,14 @@ def image_ctes(
             f"LEFT SEMI JOIN {p}keys c ON {on})",
             f"{name} AS (SELECT * FROM {p}old UNION ALL SELECT * FROM {p}new)",
         ]
+    where = _images_only(log, where)
     if not log.key_columns or not net:
-        # A key-only log writes an update of a key as one 'U' row: the key, unchanged.
-        images = "" if not log.key_columns else " AND old_new__ <> 'U'"
         # A view that reads no column of a key-less master (`count(*)`, a constant per
         # row) takes the sign alone.
         head = f"{sel}, " if sel else ""
         return [
             f"{name} AS (SELECT {head}IF(old_new__ = 'N', 1, -1) AS __fr_sign "
-            f"FROM {log.relation} WHERE {where}{images})"
+            f"FROM {log.relation} WHERE {where})"
         ]
     part = ", ".join(q(k) for k in log.key_columns)
     return [
