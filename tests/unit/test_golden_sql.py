@@ -325,6 +325,19 @@ def test_a_full_join_of_identifier_keys_computes_no_null_key_closure() -> None:
     )
 
 
+def test_the_null_key_probe_of_a_full_join() -> None:
+    """The one query that lets a FULL join's delta leave the closure out (its value 0):
+    the data files' NULL counts of each key not required, at the pinned snapshot, and the
+    log range's NULL keys of each master with changes. None where nothing is asked."""
+    plan = plan_of("outer_full")
+    sources = {M1: source(plan, M1)}  # m3 has no changes: its pinned rows alone
+    check("probe_outer_full", sqlgen.null_key_probe(plan, sources, PINS, frozenset()) or "")
+    only = sqlgen.null_key_probe(plan, sources, PINS, frozenset({M1}))
+    assert only is not None and "m1" not in only and "`m3`.`files` VERSION AS OF 23" in only
+    assert sqlgen.null_key_probe(plan, sources, PINS, frozenset({M1, M3})) is None
+    assert sqlgen.null_key_probe(plan_of("outer_left"), sources, PINS, frozenset()) is None
+
+
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_the_complete_refresh_select_of_each_shape(name: str) -> None:
     check(f"complete_{name}", sqlgen.complete_select(plan_of(name), PINS))

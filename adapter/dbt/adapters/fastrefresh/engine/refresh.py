@@ -1359,19 +1359,11 @@ class _Refresh:
         log_rows = sum(s.through_sequence - s.after_sequence for s in pending.values())
         types = {c.name: c.type for c in record.meta.columns}
         old_pins = _old_pins(self.setups, pins, previous)
-        # Masters keyed by their identifier fields, which Iceberg keeps NOT NULL.
-        required = frozenset(
-            m.name
-            for m in self.masters
-            if m.log is not None
-            and m.log.config.key_columns
-            and set(m.log.config.key_columns) <= set(m.meta.identifier_fields)
-        )
+        changed = {m: s for m, s in sources.items() if m in pending}
         target = sqlgen.Target(
             self.storage, types, record.config.avg_types, overwrite=overwrites(record),
-            required_keys=required,
+            required_keys=_required_keys(self.env, plan, self.masters, changed, pins),
         )  # fmt: skip
-        changed = {m: s for m, s in sources.items() if m in pending}
         statement = sqlgen.delta_statement(plan, target, changed, pins=pins, old_pins=old_pins)
         state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)
         rows = rows_read([record.meta, *(m.meta for m in self.masters)], log_rows)
@@ -1477,6 +1469,29 @@ class _Refresh:
                 phases={k: round(v, 4) for k, v in self.phases.items()},
             )
         )
+
+
+def _required_keys(
+    env: Env,
+    plan: ViewPlan,
+    masters: Sequence[MasterState],
+    changed: Mapping[TableName, sqlgen.Source],
+    pins: Mapping[TableName, int | None],
+) -> frozenset[TableName]:
+    """The masters whose log's key holds no NULL for this delta: those keyed by their
+    identifier fields, which Iceberg keeps NOT NULL, and, for a FULL join, every input
+    when one query (``sqlgen.null_key_probe``) finds no NULL key where the delta reads."""
+    required = frozenset(
+        m.name
+        for m in masters
+        if m.log is not None
+        and m.log.config.key_columns
+        and set(m.log.config.key_columns) <= set(m.meta.identifier_fields)
+    )
+    probe = sqlgen.null_key_probe(plan, changed, pins, required)
+    if probe is not None and not int(env.sql.query(probe)[0][0]):
+        required |= {put.master for put in plan.inputs}
+    return required
 
 
 def commit_view(

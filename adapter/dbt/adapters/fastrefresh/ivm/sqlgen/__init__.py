@@ -31,6 +31,7 @@ from dbt.adapters.fastrefresh.ivm.sqlgen.images import (
     image_ctes,
 )
 from dbt.adapters.fastrefresh.ivm.sqlgen.join import join_merge
+from dbt.adapters.fastrefresh.ivm.sqlgen.outer import null_key_probe
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -45,6 +46,7 @@ __all__ = [
     "image_ctes",
     "join_merge",
     "notes",
+    "null_key_probe",
     "pin_tables",
 ]
 

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
+from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, Shape, ViewPlan
 from dbt.adapters.fastrefresh.ivm.joins import grouping_side
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin, read_from
-from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, image_ctes
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import MasterSource, Source, image_ctes
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, operand, over, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -232,6 +232,56 @@ def _null_closed(
                 closed[i] = name
         current = closed
     return ctes, current
+
+
+def null_key_probe(
+    plan: ViewPlan,
+    sources: Mapping[TableName, Source],
+    pins: Mapping[TableName, int | None],
+    required: frozenset[TableName],
+) -> str | None:
+    """A query whose one value is 0 when no key of a FULL join's inputs is NULL where the
+    delta reads it; the closure of the NULL keys (``_null_closed``) then adds nothing,
+    and the delta may leave it out (``Target.required_keys``). None: nothing to ask (not
+    a FULL join, or every key is required already).
+
+    Where a NULL key could come from, for each input whose key is not required: the
+    master as pinned and, where its images come from it, at the view's earlier snapshot
+    (its data files' column metrics, read from the ``files`` metadata table: a file
+    without them counts as holding a NULL, and one with rows deleted since is counted
+    as written), and the rows of its log range. The closure, which Spark plans and runs
+    again at each of its references, made a FULL join's refresh two to three times as
+    long (docs/bookkeeping.md)."""
+    if plan.shape is not Shape.OUTER_JOIN or plan.outer is None or len(plan.outer.preserved) < 2:
+        return None
+    parts: list[str] = []
+    for put in plan.inputs:
+        if put.master in required:
+            continue
+        source = sources.get(put.master)
+        log = source.log if isinstance(source, MasterSource) else source
+        snapshots = [pins.get(put.master)]
+        if isinstance(source, MasterSource):
+            snapshots.append(source.old_snapshot)
+        files = put.master.metadata("files")
+        held = " OR ".join(
+            f"coalesce(readable_metrics.{q(k)}.null_value_count, 1) > 0" for k in put.key_columns
+        )
+        for snapshot in snapshots:
+            if snapshot is not None:
+                parts.append(
+                    f"(SELECT count_if({held}) FROM {files} VERSION AS OF {snapshot} "
+                    "WHERE content = 0)"
+                )
+        if log is not None:
+            nulls = " OR ".join(f"{q(k)} IS NULL" for k in put.key_columns)
+            parts.append(
+                f"(SELECT count(*) FROM (SELECT 1 FROM {log.relation} "
+                f"WHERE ({log.range_predicate}) AND ({nulls}) LIMIT 1))"
+            )
+    if not parts:
+        return None
+    return "SELECT " + " + ".join(dict.fromkeys(parts))
 
 
 def _merge(plan: ViewPlan, target: Target, source: str, match: list[str]) -> str:

@@ -19,8 +19,9 @@ class Target:
     ``avg_types``: Spark's result type of each ``AVG(arg)`` of the query, by argument, so an
     incremental average is cast like the query's; ``overwrite``: write the delta as one
     statement replacing the whole view (a copy-on-write view of a file or two, which a
-    MERGE would rewrite whole anyway); ``required_keys``: the masters whose log's key is
-    the table's Iceberg identifier fields, which are never NULL.
+    MERGE would rewrite whole anyway); ``required_keys``: the masters whose log's key
+    holds no NULL for this delta: the table's Iceberg identifier fields, which are never
+    NULL, or a key found with none where the delta reads it (``outer.null_key_probe``).
     """
 
     view: TableName
