@@ -1480,7 +1480,9 @@ def _required_keys(
 ) -> frozenset[TableName]:
     """The masters whose log's key holds no NULL for this delta: those keyed by their
     identifier fields, which Iceberg keeps NOT NULL, and, for a FULL join, every input
-    when one query (``sqlgen.null_key_probe``) finds no NULL key where the delta reads."""
+    when one query (``sqlgen.null_key_probe``) finds no NULL key where the delta reads.
+    The query only saves time: where it fails (a catalog without Iceberg's metadata
+    tables at a snapshot), the delta keeps the closure."""
     required = frozenset(
         m.name
         for m in masters
@@ -1489,9 +1491,14 @@ def _required_keys(
         and set(m.log.config.key_columns) <= set(m.meta.identifier_fields)
     )
     probe = sqlgen.null_key_probe(plan, changed, pins, required)
-    if probe is not None and not int(env.sql.query(probe)[0][0]):
-        required |= {put.master for put in plan.inputs}
-    return required
+    if probe is None:
+        return required
+    try:
+        nulls = int(env.sql.query(probe)[0][0])
+    except Exception as exc:  # the closure is always right: keep it
+        logger.debug(f"the NULL-key probe failed ({exc}); the delta keeps the closure")
+        return required
+    return required if nulls else required | {put.master for put in plan.inputs}
 
 
 def commit_view(
