@@ -335,6 +335,12 @@ def test_the_null_key_probe_of_a_full_join() -> None:
     only = sqlgen.null_key_probe(plan, sources, PINS, frozenset({M1}))
     assert only is not None and "m1" not in only and "`m3`.`files` VERSION AS OF 23" in only
     assert sqlgen.null_key_probe(plan, sources, PINS, frozenset({M1, M3})) is None
+    # Images from the master by time travel: its NULL counts at the view's earlier
+    # snapshot too, and its log range's keys.
+    by_master = {M3: sqlgen.MasterSource(log_source(M3), M3, OLD_PINS[M3], PINS[M3])}
+    both = sqlgen.null_key_probe(plan, by_master, PINS, frozenset({M1})) or ""
+    assert "`m3`.`files` VERSION AS OF 23" in both and "`m3`.`files` VERSION AS OF 13" in both
+    assert "`mlog__m3` VERSION AS OF 33" in both
     assert sqlgen.null_key_probe(plan_of("outer_left"), sources, PINS, frozenset()) is None
 
 
