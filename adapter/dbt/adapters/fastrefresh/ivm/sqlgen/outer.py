@@ -258,11 +258,11 @@ def null_key_probe(
     for put in plan.inputs:
         if put.master in required:
             continue
-        source = sources.get(put.master)
-        log = source.log if isinstance(source, MasterSource) else source
+        log = sources.get(put.master)
         snapshots = [pins.get(put.master)]
-        if isinstance(source, MasterSource):
-            snapshots.append(source.old_snapshot)
+        if isinstance(log, MasterSource):
+            snapshots.append(log.old_snapshot)
+            log = log.log
         files = put.master.metadata("files")
         held = " OR ".join(
             f"coalesce(readable_metrics.{q(k)}.null_value_count, 1) > 0" for k in put.key_columns
