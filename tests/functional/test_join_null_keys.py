@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import env_for, refresh_and_check, views_follow_rounds
 
@@ -55,21 +56,34 @@ OUTER_VIEWS = {
 }
 
 
+def nullable_keyed_tables(
+    spark: Any, schema: str, f_rows: str, d_rows: str, path: str = "java"
+) -> tuple[Env, str, str]:
+    """Schema ``schema`` with tables ``f`` (key ``id``) and ``d`` (key ``code``), keys of
+    nullable columns (no identifier fields), holding ``f_rows`` and ``d_rows`` (VALUES
+    lists), and their keyed logs: (the environment, ``f``, ``d``)."""
+    f, d = f"{schema}.f", f"{schema}.d"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {f} (id INT, region STRING, x INT) USING iceberg")
+    spark.sql(f"CREATE TABLE {d} (code INT, region STRING, name STRING) USING iceberg")
+    spark.sql(f"INSERT INTO {f} VALUES {f_rows}")
+    spark.sql(f"INSERT INTO {d} VALUES {d_rows}")
+    env = env_for(spark, f"{schema}_registry", path)
+    mlog.create_mview_log(env, f, key=["id"])
+    mlog.create_mview_log(env, d, key=["code"])
+    return env, f, d
+
+
 def test_a_null_key_in_an_outer_join_is_told_from_a_missing_row(spark: Any) -> None:
     """A FULL join's row NULL-extended on one side holds NULL in that side's key, as a row
     of that side whose key is NULL does. A change reaching that NULL-keyed row deleted the
     other side's NULL-extended rows with it, and inserted back only those whose own key
     the change reached: an unrelated row of the other table went missing."""
     schema = "outer_null_keys"
-    f, d = f"{schema}.f", f"{schema}.d"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {f} (id INT, region STRING, x INT) USING iceberg")
-    spark.sql(f"CREATE TABLE {d} (code INT, region STRING, name STRING) USING iceberg")
-    spark.sql(f"INSERT INTO {f} VALUES (1, 'n', 1), (2, 's', 2), (3, 'e', 3)")
-    spark.sql(f"INSERT INTO {d} VALUES (NULL, 's', 'south'), (7, 'w', 'west')")
-    env = env_for(spark, f"{schema}_registry", "java")
-    mlog.create_mview_log(env, f, key=["id"])
-    mlog.create_mview_log(env, d, key=["code"])
+    env, f, d = nullable_keyed_tables(
+        spark, schema, "(1, 'n', 1), (2, 's', 2), (3, 'e', 3)",
+        "(NULL, 's', 'south'), (7, 'w', 'west')",
+    )  # fmt: skip
     rounds = [
         # The changed row's region is the NULL-keyed row's: rows 1 and 3 (unmatched,
         # NULL-extended) must stay.
@@ -98,15 +112,9 @@ def test_a_full_join_leaves_out_the_null_closure_only_while_no_key_is_null(
     in either brings it back. The last round's NULL key is only in the log range (its row
     deleted): without the closure the view lost an unmatched row of the other table."""
     schema = f"full_null_probe_{path}"
-    f, d = f"{schema}.f", f"{schema}.d"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {f} (id INT, region STRING, x INT) USING iceberg")
-    spark.sql(f"CREATE TABLE {d} (code INT, region STRING, name STRING) USING iceberg")
-    spark.sql(f"INSERT INTO {f} VALUES (1, 'n', 1), (2, 's', 2)")
-    spark.sql(f"INSERT INTO {d} VALUES (7, 's', 'south'), (8, 'w', 'west')")
-    env = env_for(spark, f"{schema}_registry", path)
-    mlog.create_mview_log(env, f, key=["id"])
-    mlog.create_mview_log(env, d, key=["code"])
+    env, f, d = nullable_keyed_tables(
+        spark, schema, "(1, 'n', 1), (2, 's', 2)", "(7, 's', 'south'), (8, 'w', 'west')", path
+    )
     view = TableName(schema, "v")
     sql = OUTER_VIEWS["full"].format(f=f, d=d)
     refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
@@ -138,15 +146,9 @@ def test_full_joins_over_nullable_keys_follow_random_changes(spark: Any) -> None
     delta left the closure out (no NULL key where it reads) or kept it."""
     rng = random.Random(92)
     schema = "full_null_random"
-    f, d = f"{schema}.f", f"{schema}.d"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {f} (id INT, region STRING, x INT) USING iceberg")
-    spark.sql(f"CREATE TABLE {d} (code INT, region STRING, name STRING) USING iceberg")
-    spark.sql(f"INSERT INTO {f} VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)")
-    spark.sql(f"INSERT INTO {d} VALUES (7, 'a', 'x'), (8, 'd', 'y')")
-    env = env_for(spark, f"{schema}_registry", "java")
-    mlog.create_mview_log(env, f, key=["id"])
-    mlog.create_mview_log(env, d, key=["code"])
+    env, f, d = nullable_keyed_tables(
+        spark, schema, "(1, 'a', 1), (2, 'b', 2), (3, 'c', 3)", "(7, 'a', 'x'), (8, 'd', 'y')"
+    )
     regions = ["'a'", "'b'", "'c'", "'d'", "NULL"]
     # Each table's keys, unique as a log's key must be (one NULL at most).
     keys: dict[str, set[int | None]] = {f: {1, 2, 3}, d: {7, 8}}
