@@ -163,6 +163,7 @@ LONGEST_FIRST = {
     "tests/functional/test_embedded_session.py::test_a_second_process_loads_the_classes_the_first_archived": 31,
     "tests/functional/test_query_shape_edges.py::test_filtered_outer_join_sides_and_group_by_all_equal_their_queries": 29,
     "tests/functional/test_fault_matrix.py::test_every_fault_point_recovers[java-timestamp-aggregate]": 26,
+    "tests/functional/test_exact_values.py::test_a_negative_zero_keeps_its_sign_from_the_log_to_the_views": 26,
     "tests/functional/test_added_columns.py::test_a_log_made_for_a_dbt_node_is_made_again_when_its_master_gains_columns[sql]": 24,
     "tests/functional/test_materialization.py::TestFallbacksAndErrors": 22,
     "tests/functional/test_materialization.py::TestNonFiniteSumThroughDbt": 21,

@@ -1,6 +1,8 @@
 SELECT
   *,
-  COUNT(1) OVER (PARTITION BY `g`, `x`) AS __fr_multiplicity
+  COUNT(1) OVER (
+    PARTITION BY `g`, `x`, IF(TYPEOF(`g`) IN ('float', 'double'), CAST(`g` AS STRING) = '-0.0', FALSE), IF(TYPEOF(`x`) IN ('float', 'double'), CAST(`x` AS STRING) = '-0.0', FALSE)
+  ) AS __fr_multiplicity
 FROM (
   SELECT
     m2.g AS g,

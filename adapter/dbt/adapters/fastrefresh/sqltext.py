@@ -56,6 +56,24 @@ def properties(values: dict[str, str]) -> str:
     return ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())
 
 
+def negative_zero(expr: str) -> str:
+    """SQL: whether ``expr``, a FLOAT or DOUBLE, is -0.0 (FALSE for NULL).
+
+    Spark takes -0.0 for 0.0 in comparisons (``=``, ``<=>``, of structs too), in GROUP BY
+    and DISTINCT (which return 0.0 for both) and in join and partition keys, but a cast
+    to a string (and a view's query may make one) tells them apart, so comparing or
+    grouping rows that must stay exact compares this too. Its string is the one way
+    Spark SQL shows the sign of a zero (``atan2`` adds 0.0 to its arguments first); it
+    is made only for a zero."""
+    return f"coalesce({expr} = 0 AND CAST({expr} AS STRING) = '-0.0', FALSE)"
+
+
+def negative_zero_of(spark_type: str) -> str:
+    """The literal -0.0 of a FLOAT or DOUBLE (``CAST(-0.0 AS DOUBLE)`` is 0.0: a decimal
+    has no negative zero)."""
+    return "-0.0D" if spark_type == "double" else "CAST(-0.0D AS FLOAT)"
+
+
 def literal(value: object) -> str:
     """Render a Python value (as Spark returns it) as a Spark SQL literal."""
     if value is None:

@@ -29,6 +29,12 @@ class Column:
         return self.type in PRUNABLE_TYPES or self.type.startswith("decimal")
 
     @property
+    def floating(self) -> bool:
+        """A FLOAT or DOUBLE: it can hold -0.0, which Spark's comparisons and grouping
+        take for 0.0 (``sqltext.negative_zero``)."""
+        return self.type in ("float", "double")
+
+    @property
     def comparable(self) -> bool:
         """Spark can compare and set-operate on it (maps it cannot)."""
         return "map<" not in self.type

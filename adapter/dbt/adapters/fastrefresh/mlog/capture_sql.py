@@ -32,7 +32,14 @@ from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource
 from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.protocol.state import LogConfig
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, string, timestamp
+from dbt.adapters.fastrefresh.sqltext import (
+    TableName,
+    ident,
+    negative_zero,
+    negative_zero_of,
+    string,
+    timestamp,
+)
 
 UNMARKED_SQL = "TIMESTAMP_NTZ'4000-01-01 00:00:00'"
 
@@ -111,7 +118,6 @@ def capture_statement(
     join with a ``VALUES`` relation: Spark broadcasts a joined relation, one more job
     (about 0.1 s) each time.
     """
-    names = [c.name for c in columns]
     first = timestamp(stamp) if stamp is not None else UNMARKED_SQL
     commits = _commit_map(reads, start_sequence, first)
     keys = [] if config.keyless else [ident(k) for k in config.key_columns]
@@ -119,7 +125,7 @@ def capture_statement(
     partitions = netting_partitions(reads, columns, session_partitions) if netted else None
     ctes = [
         *_net(columns, reads, netted=netted, keys=keys, partitions=partitions),
-        *_images(config, names, reads.removes, commits, one_task=_one_task(reads)),
+        *_images(config, columns, reads.removes, commits, one_task=_one_task(reads)),
     ]
     return (
         "WITH "
@@ -224,13 +230,25 @@ def _net(
     # Each distinct row once, with its count in each commit (-1 removed, +1 added): rows a
     # commit removed and added again (copy-on-write carry-overs) count 0 there and are
     # dropped; the rest were deleted (n__ < 0) or inserted (n__ > 0), |n__| times.
-    counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
     placed = _placed("src", keys or [ident(n) for n in names], partitions, by_key=bool(keys))
-    return [
-        src,
-        f"w AS (SELECT {sel}, {counts} FROM {placed} GROUP BY {sel})",
-        _per_commit("w", "n", names, ordinals),
-    ]
+    return [src, _counted(columns, placed, ordinals), _per_commit("w", "n", names, ordinals)]
+
+
+def _counted(columns: Sequence[mt.Column], placed: str, ordinals: Sequence[int]) -> str:
+    """The CTE ``w``: each distinct row of ``placed`` once, with its count in each commit.
+    A FLOAT or DOUBLE -0.0 is a row of its own, and keeps its sign: GROUP BY takes it for
+    0.0 and returns 0.0 (``sqltext.negative_zero``)."""
+    counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
+    groups = [ident(c.name) for c in columns]
+    groups += [negative_zero(ident(c.name)) for c in columns if c.floating]
+    kept = ", ".join(
+        f"IF({negative_zero(ident(c.name))}, {negative_zero_of(c.type)}, {ident(c.name)}) "
+        f"AS {ident(c.name)}"
+        if c.floating
+        else ident(c.name)
+        for c in columns
+    )
+    return f"w AS (SELECT {kept}, {counts} FROM {placed} GROUP BY {', '.join(groups)})"
 
 
 def _signs(source: RowSource, ordinals: Sequence[int]) -> str:
@@ -265,7 +283,12 @@ def _per_commit(relation: str, count: str, names: Sequence[str], ordinals: Seque
 
 
 def _images(
-    config: LogConfig, names: Sequence[str], removes: bool, commits: str, *, one_task: bool
+    config: LogConfig,
+    columns: Sequence[mt.Column],
+    removes: bool,
+    commits: str,
+    *,
+    one_task: bool,
 ) -> list[str]:
     """CTEs ending in ``o``: the log rows' images, before they are numbered. A keyed log
     pairs a commit's old and new image of one key into an update (``one_task``: in one
@@ -274,8 +297,8 @@ def _images(
     keyed = not config.keyless
     if keyed and removes:
         key_only = not [c for c in config.logged_columns if c not in config.key_columns]
-        return _pair_by_key(config, names, log_cols, key_only, commits, one_task=one_task)
-    ncols = len(names)
+        return _pair_by_key(config, columns, log_cols, key_only, commits, one_task=one_task)
+    ncols = len(columns)
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
     sel_log = ", ".join(ident(c) for c in log_cols)
@@ -329,7 +352,7 @@ def _nulls(columns: Sequence[mt.Column]) -> str:
 
 def _pair_by_key(
     config: LogConfig,
-    names: Sequence[str],
+    columns: Sequence[mt.Column],
     log_cols: Sequence[str],
     key_only: bool,
     commits: str,
@@ -340,6 +363,7 @@ def _pair_by_key(
     ``one_task``: the rows go to one task first, where the numbering after the pairing
     finds them (a single partition satisfies both; Spark adds no shuffle between)."""
     keys = [ident(k) for k in config.key_columns]
+    names = [c.name for c in columns]
     row = ", ".join(f"{string(n)}, {ident(n)}" for n in names)
     old = [f"o__.{ident(n)}" for n in names]
     new = [f"w__.{ident(n)}" for n in names]
@@ -347,7 +371,12 @@ def _pair_by_key(
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
     source = "(SELECT /*+ REPARTITION(1) */ * FROM net)" if one_task else "net"
-    vector = cv.sql_update_vector(old, new)
+    floating = [i for i, c in enumerate(columns) if c.floating]
+    vector = cv.sql_update_vector(old, new, floating)
+    # Struct equality takes a FLOAT or DOUBLE -0.0 for 0.0: an update between them changes.
+    same = " AND ".join(
+        ["o__ <=> w__", *(f"{negative_zero(old[i])} = {negative_zero(new[i])}" for i in floating)]
+    )
     ctes = [
         "k AS (SELECT ord__, "
         "sum(IF(n__ < 0, -n__, 0)) AS nold__, sum(IF(n__ > 0, n__, 0)) AS nnew__, "
@@ -358,7 +387,7 @@ def _pair_by_key(
         # left by the multiset difference) cancel. The change vector: once, for both halves.
         "j AS (SELECT k.ord__, nold__ > 0 AS has_old__, nnew__ > 0 AS has_new__, o__, "
         f"w__, {vector} AS cv__, {', '.join(keys)} FROM k "
-        "WHERE NOT (nold__ = 1 AND nnew__ = 1 AND o__ <=> w__) "
+        f"WHERE NOT (nold__ = 1 AND nnew__ = 1 AND {same}) "
         "AND IF(greatest(nold__, nnew__) > 1, CAST("
         f"{_duplicate_key_error(config, keys, f'element_at({commits}, ord__).xid__')} "
         "AS BOOLEAN), TRUE))",

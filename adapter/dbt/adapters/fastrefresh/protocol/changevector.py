@@ -21,7 +21,9 @@ column needs (``ncols // 8 + 1``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+
+from dbt.adapters.fastrefresh.sqltext import negative_zero
 
 
 def vector_length(ncols: int) -> int:
@@ -66,11 +68,14 @@ def mask(positions: Iterable[int], ncols: int) -> bytes:
     return update_vector(positions, ncols)
 
 
-def sql_update_vector(old: Sequence[str], new: Sequence[str]) -> str:
+def sql_update_vector(
+    old: Sequence[str], new: Sequence[str], floating: Collection[int] = ()
+) -> str:
     """SQL for the vector of an update: compare ``old[i]`` with ``new[i]`` per column.
 
     ``old`` and ``new`` are SQL expressions for all master columns in table order
-    (position = index + 1).
+    (position = index + 1); ``floating``: the indexes of FLOAT and DOUBLE columns, whose
+    -0.0 and 0.0 differ here (``sqltext.negative_zero``).
     """
     ncols = len(old)
     byte_sql = []
@@ -81,7 +86,10 @@ def sql_update_vector(old: Sequence[str], new: Sequence[str]) -> str:
             if position == 0 or position > ncols:
                 continue
             before, after = old[position - 1], new[position - 1]
-            terms.append(f"IF({before} <=> {after}, 0, {1 << bit})")
+            same = f"{before} <=> {after}"
+            if position - 1 in floating:
+                same += f" AND {negative_zero(before)} = {negative_zero(after)}"
+            terms.append(f"IF({same}, 0, {1 << bit})")
         value = " + ".join(terms) if terms else "0"
         byte_sql.append(f"lpad(hex({value}), 2, '0')")
     return f"unhex(concat({', '.join(byte_sql)}))"

@@ -10,7 +10,7 @@ from sqlglot import exp
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import not_ordinal
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
-from dbt.adapters.fastrefresh.sqltext import string
+from dbt.adapters.fastrefresh.sqltext import negative_zero, negative_zero_of, string
 
 
 def projection_keyed(
@@ -67,12 +67,28 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
     alias = plan.alias
     names = [o.name for o in plan.outputs]
     where = f" WHERE {plan.filter}" if plan.filter else ""
-    outs = ", ".join(f"CAST({o.sql} AS {types[o.name]}) AS {q(o.name)}" for o in plan.outputs)
-    groups = ", ".join(
-        not_ordinal(exp.maybe_parse(o.sql, dialect=DIALECT)).sql(dialect=DIALECT)
-        for o in plan.outputs
+    # A FLOAT or DOUBLE -0.0 is a distinct row of its own (``complete_select``), and the
+    # GROUP BY keeps its sign (it returns 0.0 for it).
+    floating = [n for n in names if types[n] in ("float", "double")]
+    cast = {o.name: f"CAST({o.sql} AS {types[o.name]})" for o in plan.outputs}
+    outs = ", ".join(
+        f"IF({negative_zero(cast[n])}, {negative_zero_of(types[n])}, {cast[n]}) AS {q(n)}"
+        if n in floating
+        else f"{cast[n]} AS {q(n)}"
+        for n in names
     )
-    eq = " AND ".join(f"c.{q(n)} <=> d.{q(n)}" for n in names)
+    groups = ", ".join(
+        [
+            *(
+                not_ordinal(exp.maybe_parse(o.sql, dialect=DIALECT)).sql(dialect=DIALECT)
+                for o in plan.outputs
+            ),
+            *(negative_zero(cast[n]) for n in floating),
+        ]
+    )
+    signs = "".join(f", {negative_zero(f'c.{q(n)}')} AS __fr_z{i}" for i, n in enumerate(floating))
+    eq = _same_rows("c", "d", names, floating, signed_left=True)
+    cur_eq = _same_rows("c", "d", names, floating)
     plain = ", ".join(q(n) for n in names)
     message = string(
         f"dbt-fastrefresh: {view} holds fewer rows than its log deletes; refresh it completely"
@@ -81,8 +97,8 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
         f"WITH {', '.join(ctes)}, "
         f"__fr_d AS (SELECT {outs}, sum({alias}.__fr_sign) AS __fr_delta FROM imgs {alias}{where} GROUP BY {groups}), "
         "__fr_dn AS (SELECT * FROM __fr_d WHERE __fr_delta <> 0), "
-        f"__fr_cur AS (SELECT DISTINCT {', '.join('c.' + q(n) for n in names)}, c.__fr_multiplicity "
-        f"FROM {view.sql} c LEFT SEMI JOIN __fr_dn d ON {eq}), "
+        f"__fr_cur AS (SELECT DISTINCT {', '.join('c.' + q(n) for n in names)}{signs}, "
+        f"c.__fr_multiplicity FROM {view.sql} c LEFT SEMI JOIN __fr_dn d ON {cur_eq}), "
         f"__fr_j AS (SELECT {', '.join('d.' + q(n) for n in names)}, "
         "coalesce(c.__fr_multiplicity, 0) + d.__fr_delta AS __fr_new "
         f"FROM __fr_dn d LEFT JOIN __fr_cur c ON {eq} "
@@ -92,5 +108,23 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
         "LATERAL VIEW explode(sequence(1, CAST(greatest(__fr_new, 1) AS INT))) __fr_e AS __fr_i "
         "WHERE __fr_new > 0"
     )
-    on = " AND ".join(f"t.{q(n)} <=> s.{q(n)}" for n in names)
-    return delete_insert(plan, target, source, on)
+    return delete_insert(plan, target, source, _same_rows("t", "s", names, floating))
+
+
+def _same_rows(
+    left: str,
+    right: str,
+    names: Sequence[str],
+    floating: Sequence[str],
+    *,
+    signed_left: bool = False,
+) -> str:
+    """SQL: rows ``left`` and ``right`` equal in every column of ``names``, a -0.0 of the
+    ``floating`` ones told from 0.0 (``sqltext.negative_zero``); ``signed_left``: the
+    left row's flags are its columns ``__fr_z<i>`` (a DISTINCT of the view's rows, which
+    returns 0.0 for -0.0)."""
+    same = [f"{left}.{q(n)} <=> {right}.{q(n)}" for n in names]
+    for i, n in enumerate(floating):
+        mine = f"{left}.__fr_z{i}" if signed_left else negative_zero(f"{left}.{q(n)}")
+        same.append(f"{mine} = {negative_zero(f'{right}.{q(n)}')}")
+    return " AND ".join(same)
