@@ -56,15 +56,20 @@ def properties(values: dict[str, str]) -> str:
     return ", ".join(f"{literal(k)}={literal(v)}" for k, v in values.items())
 
 
+# The Spark types that can hold -0.0 (``negative_zero``).
+FLOATING_TYPES = ("float", "double")
+
+
 def negative_zero(expr: str) -> str:
     """SQL: whether ``expr``, a FLOAT or DOUBLE, is -0.0 (FALSE for NULL).
 
     Spark takes -0.0 for 0.0 in comparisons (``=``, ``<=>``, of structs too), in GROUP BY
     and DISTINCT (which return 0.0 for both) and in join and partition keys, but a cast
     to a string (and a view's query may make one) tells them apart, so comparing or
-    grouping rows that must stay exact compares this too. Its string is the one way
-    Spark SQL shows the sign of a zero (``atan2`` adds 0.0 to its arguments first); it
-    is made only for a zero."""
+    grouping rows that must stay exact compares this too. The test reads the zero's
+    string, made only for a zero (``atan2`` adds 0.0 to its arguments first, and a
+    division by zero is NULL, or an error under ANSI; ``pow(x, -1) < 0`` would do, and
+    measured the same in a capture)."""
     return f"coalesce({expr} = 0 AND CAST({expr} AS STRING) = '-0.0', FALSE)"
 
 

@@ -10,7 +10,12 @@ from sqlglot import exp
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import not_ordinal
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
-from dbt.adapters.fastrefresh.sqltext import negative_zero, negative_zero_of, string
+from dbt.adapters.fastrefresh.sqltext import (
+    FLOATING_TYPES,
+    negative_zero,
+    negative_zero_of,
+    string,
+)
 
 
 def projection_keyed(
@@ -69,7 +74,7 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
     where = f" WHERE {plan.filter}" if plan.filter else ""
     # A FLOAT or DOUBLE -0.0 is a distinct row of its own (``complete_select``), and the
     # GROUP BY keeps its sign (it returns 0.0 for it).
-    floating = [n for n in names if types[n] in ("float", "double")]
+    floating = [n for n in names if types[n] in FLOATING_TYPES]
     cast = {o.name: f"CAST({o.sql} AS {types[o.name]})" for o in plan.outputs}
     outs = ", ".join(
         f"IF({negative_zero(cast[n])}, {negative_zero_of(types[n])}, {cast[n]}) AS {q(n)}"
