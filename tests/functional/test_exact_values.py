@@ -439,32 +439,38 @@ def _as_shown(spark: Any, sql: str) -> list[tuple[Any, ...]]:
 
 
 def test_a_negative_zero_keeps_its_sign_from_the_log_to_the_views(spark: Any) -> None:
-    """A DOUBLE -0.0 is 0.0 to Spark's comparisons and GROUP BY (which returns 0.0 for it),
-    but a cast to a string shows its sign. Capture cancelled an update from 0.0 to -0.0
-    as no change (keyed log: its two images compared equal; key-less: its two rows netted
-    out), and logged a -0.0 that a copy-on-write commit carried over as 0.0; a key-less
-    projection's delta grouped it into 0.0 too. Views of a keyed and a key-less master
-    (the capture's pairing by key and its netting) follow changes between the two
-    zeros."""
+    """A DOUBLE -0.0 is 0.0 to Spark's comparisons and GROUP BY (which returns 0.0 for
+    it), inside an array too, but a cast to a string shows its sign. Capture cancelled an
+    update from 0.0 to -0.0 as no change (keyed log: its two images compared equal;
+    key-less: its two rows netted out), and logged a -0.0 that a copy-on-write commit
+    carried over as 0.0; a key-less projection's delta grouped it into 0.0 too. Views of a
+    keyed and a key-less master (the capture's pairing by key and its netting) follow
+    changes between the two zeros."""
     schema = "negative_zero"
     spark.sql(f"CREATE SCHEMA {schema}")
     env = env_for(spark, f"{schema}_registry")
     views = {}
     for master, key in (("keyed", ["k"]), ("keyless", None)):
         m = f"{schema}.{master}"
-        spark.sql(f"CREATE TABLE {m} (k BIGINT NOT NULL, d DOUBLE, s STRING, x INT) USING iceberg")
+        spark.sql(
+            f"CREATE TABLE {m} (k BIGINT NOT NULL, d DOUBLE, a ARRAY<DOUBLE>, s STRING, x INT) "
+            "USING iceberg"
+        )
         if key:
             spark.sql(f"ALTER TABLE {m} SET IDENTIFIER FIELDS k")
         spark.sql(
-            f"INSERT INTO {m} VALUES (1, 0.0D, 'a', 1), (2, -0.0D, 'a', 2), (3, 1.5D, 'b', 3)"
+            f"INSERT INTO {m} VALUES (1, 0.0D, array(0.0D), 'a', 1), "
+            "(2, -0.0D, array(-0.0D), 'a', 2), (3, 1.5D, array(1.5D), 'b', 3)"
         )
         mlog.create_mview_log(env, m, key=key)
-        views[f"{master}_rows"] = f"SELECT k, d, CAST(d AS STRING) AS ds FROM {m}"
+        views[f"{master}_rows"] = (
+            f"SELECT k, d, CAST(d AS STRING) AS ds, CAST(a AS STRING) AS sa FROM {m}"
+        )
     m = f"{schema}.keyed"
     # Groups the sign tells apart; rows equal but for the sign of a zero, and computed from
     # one (a projection without the key: counted rows).
     views["signs"] = f"SELECT CAST(d AS STRING) AS ds, count(*) AS n FROM {m} GROUP BY 1"
-    views["counted"] = f"SELECT d, -d AS nd, s FROM {schema}.keyless"
+    views["counted"] = f"SELECT d, -d AS nd, a, s FROM {schema}.keyless"
     for name, sql in views.items():
         refresh.refresh_view(
             env, view=TableName(schema, name), sql=sql, method="force", exists=False
@@ -473,11 +479,16 @@ def test_a_negative_zero_keeps_its_sign_from_the_log_to_the_views(spark: Any) ->
         # 0.0 to -0.0; another column of a -0.0 row (its file rewritten, copy-on-write).
         ["UPDATE {m} SET d = -0.0D WHERE k = 1", "UPDATE {m} SET x = 9 WHERE k = 2"],
         [
-            "INSERT INTO {m} VALUES (4, -0.0D, 'a', 4), (5, 0.0D, 'a', 5)",
+            "INSERT INTO {m} VALUES (4, -0.0D, array(0.0D), 'a', 4), (5, 0.0D, array(0.0D), 'a', 5)",
             "DELETE FROM {m} WHERE k = 3",
         ],
         # -0.0 to 0.0, and the rows of both zeros touched at once.
-        ["UPDATE {m} SET d = 0.0D WHERE k IN (2, 4)", "UPDATE {m} SET s = 'c' WHERE k IN (1, 5)"],
+        [
+            "UPDATE {m} SET d = 0.0D WHERE k IN (2, 4)",
+            "UPDATE {m} SET s = 'c' WHERE k IN (1, 5)",
+            # A -0.0 inside a value alone.
+            "UPDATE {m} SET a = array(-0.0D) WHERE k = 5",
+        ],
     ]
     for statements in rounds:
         for master in ("keyed", "keyless"):

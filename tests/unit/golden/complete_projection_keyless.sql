@@ -1,7 +1,7 @@
 SELECT
   *,
   COUNT(1) OVER (
-    PARTITION BY `g`, `x`, IF(TYPEOF(`g`) IN ('float', 'double'), CAST(`g` AS STRING) = '-0.0', FALSE), IF(TYPEOF(`x`) IN ('float', 'double'), CAST(`x` AS STRING) = '-0.0', FALSE)
+    PARTITION BY `g`, `x`, IF(TYPEOF(`g`) RLIKE 'float|double', CAST(`g` AS STRING), NULL), IF(TYPEOF(`x`) RLIKE 'float|double', CAST(`x` AS STRING), NULL)
   ) AS __fr_multiplicity
 FROM (
   SELECT

@@ -73,10 +73,24 @@ def negative_zero(expr: str) -> str:
     return f"coalesce({expr} = 0 AND CAST({expr} AS STRING) = '-0.0', FALSE)"
 
 
-def negative_zero_of(spark_type: str) -> str:
-    """The literal -0.0 of a FLOAT or DOUBLE (``CAST(-0.0 AS DOUBLE)`` is 0.0: a decimal
-    has no negative zero)."""
-    return "-0.0D" if spark_type == "double" else "CAST(-0.0D AS FLOAT)"
+def holds_float(spark_type: str) -> bool:
+    """Whether a value of ``spark_type`` can hold a -0.0: a FLOAT or DOUBLE, or a type
+    with one inside (a struct's field named so counts too: its key costs a cast only)."""
+    return any(t in spark_type for t in FLOATING_TYPES)
+
+
+def sign_key(expr: str, spark_type: str) -> str | None:
+    """SQL that tells apart values of ``expr`` (of ``spark_type``) equal to Spark's
+    comparisons and GROUP BY: a FLOAT or DOUBLE -0.0 from 0.0 (``negative_zero``), and a
+    value holding one in an array, a struct or a map from its twin with 0.0 (its string,
+    which shows each zero's sign). None: a type without FLOAT or DOUBLE. Rows compared
+    or grouped exactly compare or group by this too; a NaN has one form in Spark SQL
+    (it normalizes them), so nothing is lost there."""
+    if spark_type in FLOATING_TYPES:
+        return negative_zero(expr)
+    if holds_float(spark_type):
+        return f"CAST({expr} AS STRING)"
+    return None
 
 
 def literal(value: object) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dbt.adapters.fastrefresh.runtime.executor import Executor
-from dbt.adapters.fastrefresh.sqltext import FLOATING_TYPES, TableName, ident, string
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, string
 
 # Types whose Iceberg lower/upper bounds make a usable file-pruning predicate.
 PRUNABLE_TYPES = ("tinyint", "smallint", "int", "bigint", "date", "timestamp", "timestamp_ntz",
@@ -27,12 +27,6 @@ class Column:
     @property
     def prunable(self) -> bool:
         return self.type in PRUNABLE_TYPES or self.type.startswith("decimal")
-
-    @property
-    def floating(self) -> bool:
-        """A FLOAT or DOUBLE: it can hold -0.0, which Spark's comparisons and grouping
-        take for 0.0 (``sqltext.negative_zero``)."""
-        return self.type in FLOATING_TYPES
 
     @property
     def comparable(self) -> bool:

@@ -34,9 +34,9 @@ from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.protocol.state import LogConfig
 from dbt.adapters.fastrefresh.sqltext import (
     TableName,
+    holds_float,
     ident,
-    negative_zero,
-    negative_zero_of,
+    sign_key,
     string,
     timestamp,
 )
@@ -236,17 +236,14 @@ def _net(
 
 def _counted(columns: Sequence[mt.Column], placed: str, ordinals: Sequence[int]) -> str:
     """The CTE ``w``: each distinct row of ``placed`` once, with its count in each commit.
-    A FLOAT or DOUBLE -0.0 is a row of its own, and keeps its sign: GROUP BY takes it for
-    0.0 and returns 0.0 (``sqltext.negative_zero``)."""
+    A FLOAT or DOUBLE -0.0 (or a value holding one) is a row of its own and keeps its
+    sign: GROUP BY takes it for 0.0 and returns 0.0, ``first`` the value as read
+    (``sqltext.sign_key``)."""
     counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
-    groups = [ident(c.name) for c in columns]
-    groups += [negative_zero(ident(c.name)) for c in columns if c.floating]
+    signs = {c.name: sign_key(ident(c.name), c.type) for c in columns}
+    groups = [ident(c.name) for c in columns] + [k for k in signs.values() if k]
     kept = ", ".join(
-        f"IF({negative_zero(ident(c.name))}, {negative_zero_of(c.type)}, {ident(c.name)}) "
-        f"AS {ident(c.name)}"
-        if c.floating
-        else ident(c.name)
-        for c in columns
+        f"first({ident(n)}) AS {ident(n)}" if key else ident(n) for n, key in signs.items()
     )
     return f"w AS (SELECT {kept}, {counts} FROM {placed} GROUP BY {', '.join(groups)})"
 
@@ -350,6 +347,18 @@ def _nulls(columns: Sequence[mt.Column]) -> str:
     return ", ".join(f"CAST(NULL AS {c.type}) AS {ident(c.name)}" for c in columns)
 
 
+def _compared(
+    columns: Sequence[mt.Column], old: Sequence[str], new: Sequence[str]
+) -> tuple[str, str]:
+    """(The change vector of an update from the ``old`` image's fields to the ``new``
+    one's, whether the two images are equal). Struct equality takes a FLOAT or DOUBLE
+    -0.0 for 0.0, inside arrays too: an update between them changes (``sqltext.sign_key``)."""
+    signed = {i: c.type for i, c in enumerate(columns) if holds_float(c.type)}
+    same = ["o__ <=> w__"]
+    same += [f"{sign_key(old[i], t)} <=> {sign_key(new[i], t)}" for i, t in signed.items()]
+    return cv.sql_update_vector(old, new, signed), " AND ".join(same)
+
+
 def _pair_by_key(
     config: LogConfig,
     columns: Sequence[mt.Column],
@@ -371,12 +380,7 @@ def _pair_by_key(
     delete_vector = cv.sql_bytes(cv.delete_vector(ncols))
     insert_vector = cv.sql_bytes(cv.insert_vector(ncols))
     source = "(SELECT /*+ REPARTITION(1) */ * FROM net)" if one_task else "net"
-    floating = [i for i, c in enumerate(columns) if c.floating]
-    vector = cv.sql_update_vector(old, new, floating)
-    # Struct equality takes a FLOAT or DOUBLE -0.0 for 0.0: an update between them changes.
-    same = " AND ".join(
-        ["o__ <=> w__", *(f"{negative_zero(old[i])} = {negative_zero(new[i])}" for i in floating)]
-    )
+    vector, same = _compared(columns, old, new)
     ctes = [
         "k AS (SELECT ord__, "
         "sum(IF(n__ < 0, -n__, 0)) AS nold__, sum(IF(n__ > 0, n__, 0)) AS nnew__, "

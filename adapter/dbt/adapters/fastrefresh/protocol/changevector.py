@@ -21,9 +21,9 @@ column needs (``ncols // 8 + 1``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from dbt.adapters.fastrefresh.sqltext import negative_zero
+from dbt.adapters.fastrefresh.sqltext import sign_key
 
 
 def vector_length(ncols: int) -> int:
@@ -69,14 +69,15 @@ def mask(positions: Iterable[int], ncols: int) -> bytes:
 
 
 def sql_update_vector(
-    old: Sequence[str], new: Sequence[str], floating: Collection[int] = ()
+    old: Sequence[str], new: Sequence[str], signed: Mapping[int, str] | None = None
 ) -> str:
     """SQL for the vector of an update: compare ``old[i]`` with ``new[i]`` per column.
 
     ``old`` and ``new`` are SQL expressions for all master columns in table order
-    (position = index + 1); ``floating``: the indexes of FLOAT and DOUBLE columns, whose
-    -0.0 and 0.0 differ here (``sqltext.negative_zero``).
+    (position = index + 1); ``signed``: the type of each column (by index) whose -0.0
+    and 0.0 differ here (``sqltext.sign_key``).
     """
+    signed = signed or {}
     ncols = len(old)
     byte_sql = []
     for byte in range(vector_length(ncols)):
@@ -87,8 +88,9 @@ def sql_update_vector(
                 continue
             before, after = old[position - 1], new[position - 1]
             same = f"{before} <=> {after}"
-            if position - 1 in floating:
-                same += f" AND {negative_zero(before)} = {negative_zero(after)}"
+            kind = signed.get(position - 1)
+            if kind is not None:
+                same += f" AND {sign_key(before, kind)} <=> {sign_key(after, kind)}"
             terms.append(f"IF({same}, 0, {1 << bit})")
         value = " + ".join(terms) if terms else "0"
         byte_sql.append(f"lpad(hex({value}), 2, '0')")

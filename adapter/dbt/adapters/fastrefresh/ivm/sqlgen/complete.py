@@ -74,14 +74,14 @@ def complete_select(
     if plan.shape is Shape.UNION_ALL:
         return " UNION ALL ".join(branch_select(plan, b, pins, fills=fills) for b in plan.branches)
     if plan.shape is Shape.PROJECTION and not plan.keyed:
-        # Rows equal but for a FLOAT or DOUBLE -0.0 and 0.0 are two distinct rows (Spark
-        # takes them for one; ``sqltext.negative_zero``). The other columns' types are not
-        # known here: ``typeof`` folds to a constant, and the flag to FALSE for them.
+        # Rows equal but for a FLOAT or DOUBLE -0.0 and 0.0 (in a value or inside one) are
+        # two distinct rows; Spark takes them for one (``sqltext.sign_key``). The columns'
+        # types are not known here: ``typeof`` folds to a constant, and the key to NULL
+        # for a type without FLOAT or DOUBLE. A string tells the zeros apart.
         names = ", ".join(
             [q(o.name) for o in plan.outputs]
             + [
-                f"IF(typeof({q(o.name)}) IN ('float', 'double'), "
-                f"CAST({q(o.name)} AS STRING) = '-0.0', FALSE)"
+                f"IF(typeof({q(o.name)}) RLIKE 'float|double', CAST({q(o.name)} AS STRING), NULL)"
                 for o in plan.outputs
             ]
         )

@@ -3,19 +3,14 @@ new rows; a key-less view keeps a multiplicity per distinct row."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import not_ordinal
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
-from dbt.adapters.fastrefresh.sqltext import (
-    FLOATING_TYPES,
-    negative_zero,
-    negative_zero_of,
-    string,
-)
+from dbt.adapters.fastrefresh.sqltext import holds_float, sign_key, string
 
 
 def projection_keyed(
@@ -72,15 +67,12 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
     alias = plan.alias
     names = [o.name for o in plan.outputs]
     where = f" WHERE {plan.filter}" if plan.filter else ""
-    # A FLOAT or DOUBLE -0.0 is a distinct row of its own (``complete_select``), and the
-    # GROUP BY keeps its sign (it returns 0.0 for it).
-    floating = [n for n in names if types[n] in FLOATING_TYPES]
+    # A FLOAT or DOUBLE -0.0 (or a value holding one) is a distinct row of its own
+    # (``complete_select``); GROUP BY returns 0.0 for it, ``first`` the value as read.
     cast = {o.name: f"CAST({o.sql} AS {types[o.name]})" for o in plan.outputs}
+    signed = {n: types[n] for n in names if holds_float(types[n])}
     outs = ", ".join(
-        f"IF({negative_zero(cast[n])}, {negative_zero_of(types[n])}, {cast[n]}) AS {q(n)}"
-        if n in floating
-        else f"{cast[n]} AS {q(n)}"
-        for n in names
+        f"first({cast[n]}) AS {q(n)}" if n in signed else f"{cast[n]} AS {q(n)}" for n in names
     )
     groups = ", ".join(
         [
@@ -88,12 +80,14 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
                 not_ordinal(exp.maybe_parse(o.sql, dialect=DIALECT)).sql(dialect=DIALECT)
                 for o in plan.outputs
             ),
-            *(negative_zero(cast[n]) for n in floating),
+            *(str(sign_key(cast[n], t)) for n, t in signed.items()),
         ]
     )
-    signs = "".join(f", {negative_zero(f'c.{q(n)}')} AS __fr_z{i}" for i, n in enumerate(floating))
-    eq = _same_rows("c", "d", names, floating, signed_left=True)
-    cur_eq = _same_rows("c", "d", names, floating)
+    signs = "".join(
+        f", {sign_key(f'c.{q(n)}', t)} AS __fr_z{i}" for i, (n, t) in enumerate(signed.items())
+    )
+    eq = _same_rows("c", "d", names, signed, signed_left=True)
+    cur_eq = _same_rows("c", "d", names, signed)
     plain = ", ".join(q(n) for n in names)
     message = string(
         f"dbt-fastrefresh: {view} holds fewer rows than its log deletes; refresh it completely"
@@ -113,23 +107,23 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
         "LATERAL VIEW explode(sequence(1, CAST(greatest(__fr_new, 1) AS INT))) __fr_e AS __fr_i "
         "WHERE __fr_new > 0"
     )
-    return delete_insert(plan, target, source, _same_rows("t", "s", names, floating))
+    return delete_insert(plan, target, source, _same_rows("t", "s", names, signed))
 
 
 def _same_rows(
     left: str,
     right: str,
     names: Sequence[str],
-    floating: Sequence[str],
+    signed: Mapping[str, str],
     *,
     signed_left: bool = False,
 ) -> str:
     """SQL: rows ``left`` and ``right`` equal in every column of ``names``, a -0.0 of the
-    ``floating`` ones told from 0.0 (``sqltext.negative_zero``); ``signed_left``: the
-    left row's flags are its columns ``__fr_z<i>`` (a DISTINCT of the view's rows, which
-    returns 0.0 for -0.0)."""
+    ``signed`` ones (name: type) told from 0.0 (``sqltext.sign_key``); ``signed_left``:
+    the left row's keys are its columns ``__fr_z<i>`` (a DISTINCT of the view's rows,
+    which returns 0.0 for -0.0)."""
     same = [f"{left}.{q(n)} <=> {right}.{q(n)}" for n in names]
-    for i, n in enumerate(floating):
-        mine = f"{left}.__fr_z{i}" if signed_left else negative_zero(f"{left}.{q(n)}")
-        same.append(f"{mine} = {negative_zero(f'{right}.{q(n)}')}")
+    for i, (n, t) in enumerate(signed.items()):
+        mine = f"{left}.__fr_z{i}" if signed_left else sign_key(f"{left}.{q(n)}", t)
+        same.append(f"{mine} <=> {sign_key(f'{right}.{q(n)}', t)}")
     return " AND ".join(same)
