@@ -79,18 +79,16 @@ def holds_float(spark_type: str) -> bool:
     return any(t in spark_type for t in FLOATING_TYPES)
 
 
-def sign_key(expr: str, spark_type: str) -> str | None:
-    """SQL that tells apart values of ``expr`` (of ``spark_type``) equal to Spark's
-    comparisons and GROUP BY: a FLOAT or DOUBLE -0.0 from 0.0 (``negative_zero``), and a
-    value holding one in an array, a struct or a map from its twin with 0.0 (its string,
-    which shows each zero's sign). None: a type without FLOAT or DOUBLE. Rows compared
-    or grouped exactly compare or group by this too; a NaN has one form in Spark SQL
-    (it normalizes them), so nothing is lost there."""
+def sign_key(expr: str, spark_type: str) -> str:
+    """SQL that tells apart values of ``expr`` (of ``spark_type``, one that
+    ``holds_float``) equal to Spark's comparisons and GROUP BY: a FLOAT or DOUBLE -0.0
+    from 0.0 (``negative_zero``), and a value holding one in an array, a struct or a map
+    from its twin with 0.0 (its string, which shows each zero's sign). Rows compared or
+    grouped exactly compare or group by this too; a NaN has one form in Spark SQL (it
+    normalizes them), so nothing is lost there."""
     if spark_type in FLOATING_TYPES:
         return negative_zero(expr)
-    if holds_float(spark_type):
-        return f"CAST({expr} AS STRING)"
-    return None
+    return f"CAST({expr} AS STRING)"
 
 
 def literal(value: object) -> str:

@@ -240,10 +240,11 @@ def _counted(columns: Sequence[mt.Column], placed: str, ordinals: Sequence[int])
     sign: GROUP BY takes it for 0.0 and returns 0.0, ``first`` the value as read
     (``sqltext.sign_key``)."""
     counts = ", ".join(f"sum(s{o}__) AS n{o}__" for o in ordinals)
-    signs = {c.name: sign_key(ident(c.name), c.type) for c in columns}
-    groups = [ident(c.name) for c in columns] + [k for k in signs.values() if k]
+    signed = [c for c in columns if holds_float(c.type)]
+    groups = [ident(c.name) for c in columns] + [sign_key(ident(c.name), c.type) for c in signed]
     kept = ", ".join(
-        f"first({ident(n)}) AS {ident(n)}" if key else ident(n) for n, key in signs.items()
+        f"first({ident(c.name)}) AS {ident(c.name)}" if c in signed else ident(c.name)
+        for c in columns
     )
     return f"w AS (SELECT {kept}, {counts} FROM {placed} GROUP BY {', '.join(groups)})"
 

@@ -15,7 +15,7 @@ from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN
 from dbt.adapters.fastrefresh.ivm.plan import UnionBranch
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import null, q
 from dbt.adapters.fastrefresh.ivm.union import UNION_COLUMN
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import FLOATING_TYPES, TableName
 
 
 def pin(table: exp.Table, snapshot: int | None) -> None:
@@ -78,10 +78,11 @@ def complete_select(
         # two distinct rows; Spark takes them for one (``sqltext.sign_key``). The columns'
         # types are not known here: ``typeof`` folds to a constant, and the key to NULL
         # for a type without FLOAT or DOUBLE. A string tells the zeros apart.
+        floating = "|".join(FLOATING_TYPES)
         names = ", ".join(
             [q(o.name) for o in plan.outputs]
             + [
-                f"IF(typeof({q(o.name)}) RLIKE 'float|double', CAST({q(o.name)} AS STRING), NULL)"
+                f"IF(typeof({q(o.name)}) RLIKE '{floating}', CAST({q(o.name)} AS STRING), NULL)"
                 for o in plan.outputs
             ]
         )

@@ -80,7 +80,7 @@ def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> s
                 not_ordinal(exp.maybe_parse(o.sql, dialect=DIALECT)).sql(dialect=DIALECT)
                 for o in plan.outputs
             ),
-            *(str(sign_key(cast[n], t)) for n, t in signed.items()),
+            *(sign_key(cast[n], t) for n, t in signed.items()),
         ]
     )
     signs = "".join(
