@@ -167,6 +167,7 @@ LONGEST_FIRST = {
     "tests/functional/test_added_columns.py::test_a_log_made_for_a_dbt_node_is_made_again_when_its_master_gains_columns[sql]": 24,
     "tests/functional/test_materialization.py::TestFallbacksAndErrors": 22,
     "tests/functional/test_materialization.py::TestNonFiniteSumThroughDbt": 21,
+    "tests/functional/test_session_time_zone.py": 20,
     "tests/functional/test_raising_rows.py": 20,
     "tests/functional/test_switching_materializations.py::TestSwitchingMaterializations": 18,
     "tests/functional/test_materialization.py::TestThreadsFour": 18,

@@ -65,6 +65,16 @@ def test_decide_orders_the_fallback_reasons() -> None:
     changed = analyze("select k from s.t", {name: list(columns)}, {name: ["k"]})
     assert code(plan=changed) is ReasonCode.DEFINITION_CHANGED
     assert code(columns_hash="other") is ReasonCode.MASTER_COLUMNS_CHANGED
+    # The session's time zone is read (and given) only for a query that reads it; a state
+    # from before zones were recorded (None) takes the session's.
+    zoned = dataclasses.replace(view, state=dataclasses.replace(state, time_zone="UTC"))
+    assert code(view=zoned, time_zone="UTC") is None
+    assert code(view=zoned, time_zone="Asia/Tokyo") is ReasonCode.TIME_ZONE_CHANGED
+    assert code(view=zoned, time_zone=None) is None
+    assert code(time_zone="Asia/Tokyo") is None
+    assert code(view=zoned, time_zone="Asia/Tokyo", columns_hash="other") is (
+        ReasonCode.MASTER_COLUMNS_CHANGED
+    )
     written = Found("{}", 41, True, (SnapshotInfo(42, 41, "overwrite", None),))
     assert code(view=ViewRecord(meta, config, state, written)) is ReasonCode.UNFINISHED
     compacted = Found("{}", 41, True, (SnapshotInfo(42, 41, "replace", None),))

@@ -16,3 +16,6 @@ class NoSession:
 
     def shuffle_partitions(self) -> int | None:
         return None
+
+    def time_zone(self) -> str:
+        return "UTC"  # a server's answer to SET spark.sql.session.timeZone

@@ -22,6 +22,7 @@ from dbt.adapters.fastrefresh.engine.refresh import (
     resolve_views,
     same_master_columns,
     schema_hash,
+    zone_moved,
 )
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
@@ -71,11 +72,15 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
             "it was written outside dbt-fastrefresh): it needs a complete refresh"
         )
     masters = load_masters(env, record.config.definition, log_columns=False)
-    current = schema_hash(masters, plan_of(env, record.config.definition, masters))
+    plan = plan_of(env, record.config.definition, masters)
+    current = schema_hash(masters, plan)
     if not same_master_columns(record.config.master_schema_hash, current, masters):
         return Staleness.NEEDS_COMPILE, (
             "a master table's columns the query reads changed since the last refresh"
         )
+    moved = zone_moved(state, plan, env.sql.time_zone() if plan.zoned else None)
+    if moved is not None:
+        return Staleness.NEEDS_COMPILE, f"{moved}; its next refresh is complete"
     pending = []
     for m in masters:
         if m.log is None:

@@ -53,7 +53,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import (
     TableMeta,
     latest_state,
 )
-from dbt.adapters.fastrefresh.ivm import sqlgen
+from dbt.adapters.fastrefresh.ivm import sqlgen, zones
 from dbt.adapters.fastrefresh.ivm.analysis import (
     DIALECT,
     HIDDEN_PREFIX,
@@ -366,7 +366,10 @@ def plan_of(env: Env, sql: str, masters: list[MasterState]) -> ViewPlan:
     )
     plan = env.runtime.plans.get(cache_key)
     if plan is None:
-        plan = env.runtime.plans[cache_key] = analyze(sql, columns, keys)
+        plan = analyze(sql, columns, keys)
+        if plan.supported:
+            plan = dataclasses.replace(plan, zoned=zones.zoned_read(plan, columns))
+        env.runtime.plans[cache_key] = plan
     if plan.reason and plan.reason.endswith(NOT_A_MASTER):
         # The analysis knows only that the table is none of the masters read: say what
         # it is, and what makes it one (only where the view cannot refresh fast anyway).
@@ -479,10 +482,12 @@ def decide(
     columns_hash: str,
     empty: bool = False,
     lost: TableName | None = None,
+    time_zone: str | None = None,
 ) -> Reason | None:
     """Why the view cannot refresh fast, from what was read before any write (pure);
     None: it can, as far as this tells. ``empty``: ``dbt run --empty``; ``lost``: the
-    storage table of a view dbt found (without a record, the table was dropped)."""
+    storage table of a view dbt found (without a record, the table was dropped);
+    ``time_zone``: the session's, for a query that reads it (``plan.zoned``)."""
     if empty:
         return Reason(ReasonCode.EMPTY, "dbt run --empty: built without rows")
     if method is RefreshMethod.COMPLETE:
@@ -509,24 +514,57 @@ def decide(
                 ReasonCode.LOG_BROKEN,
                 f"the materialized view log cannot record changes: {mismatch}",
             )
-    if view.config.built_empty:
+    changed = _since_built(
+        view.config, view, plan, masters, columns_hash=columns_hash, time_zone=time_zone
+    )
+    return changed if changed is not None else never_fast(plan, masters)
+
+
+def _since_built(
+    config: ViewConfig,
+    view: ViewRecord,
+    plan: ViewPlan,
+    masters: list[MasterState],
+    *,
+    columns_hash: str,
+    time_zone: str | None,
+) -> Reason | None:
+    """``decide``'s reasons of a registered view (``config`` its definition) that changed,
+    or whose table or session changed, since its last build."""
+    assert view.state is not None
+    if config.built_empty:
         return Reason(ReasonCode.BUILT_EMPTY, "its last build was `dbt run --empty`, without rows")
-    if view.config.query_hash != plan.query_hash:
+    if config.query_hash != plan.query_hash:
         return Reason(
             ReasonCode.DEFINITION_CHANGED,
-            "the view's definition changed" + _masters_changed(view.config.masters, plan.masters),
+            "the view's definition changed" + _masters_changed(config.masters, plan.masters),
         )
-    if not same_master_columns(view.config.master_schema_hash, columns_hash, masters):
+    if not same_master_columns(config.master_schema_hash, columns_hash, masters):
         return Reason(
             ReasonCode.MASTER_COLUMNS_CHANGED, "a master table's columns the query reads changed"
         )
+    moved = zone_moved(view.state, plan, time_zone)
+    if moved is not None:
+        return Reason(ReasonCode.TIME_ZONE_CHANGED, moved)
     if view.found.changed_after:
         return Reason(
             ReasonCode.UNFINISHED,
             "a previous refresh of the view did not finish (or its table was changed "
             "outside dbt-fastrefresh)",
         )
-    return never_fast(plan, masters)
+    return None
+
+
+def zone_moved(state: ViewState, plan: ViewPlan, time_zone: str | None) -> str | None:
+    """Why the view's rows are not its query's in the session's ``time_zone`` (read for a
+    query that reads it; None: not read), or None. A view refreshed before its state
+    recorded a zone is taken to be in this one (its next commit records it)."""
+    if time_zone is None or state.time_zone in (None, time_zone):
+        return None
+    return (
+        f"the session time zone is {time_zone}, and the view's rows were computed in "
+        f"{state.time_zone}: its query {plan.zoned}"
+    )
 
 
 def never_fast(plan: ViewPlan, masters: list[MasterState]) -> Reason | None:
@@ -729,6 +767,8 @@ class _Refresh:
         self.failed_because: Reason | None = None
         # Masters ``resolve_views`` read fresh (``load_masters``).
         self.read: dict[TableName, TableMeta] = {}
+        # The session's time zone, read for a view whose query reads it (``ivm/zones.py``).
+        self.time_zone: str | None = None
 
     def _with_log(
         self, master: MasterState, loaded: list[MasterState], *, create: bool = True
@@ -962,10 +1002,12 @@ class _Refresh:
         plan = plan_of(env, self.sql, masters)
         record = self._record() if exists else None
         columns_hash = schema_hash(masters, plan)
+        self.time_zone = env.sql.time_zone() if plan.zoned else None
         reason = decide(
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
             masters=masters, columns_hash=columns_hash, empty=self.empty,
             lost=self.storage if exists and record is None and self._found_ours() else None,
+            time_zone=self.time_zone,
         )  # fmt: skip
         reason, masters = self._go_ahead(reason, plan, masters, record)
         # The delta reads each log at the snapshot its setup read or wrote: from the setup
@@ -1341,6 +1383,7 @@ class _Refresh:
             last_fallback_reason=str(reason) if reason is not None else fallback,
             positions={str(s.log.log_table): s.new_position() for s in self.setups.values()},
             master_snapshots={str(k): v for k, v in pins.items() if v is not None},
+            time_zone=self.time_zone,
         )
 
     def _apply_fast(

@@ -152,6 +152,9 @@ class ViewPlan:
     partition_view_columns: tuple[str, ...] = ()
     partition_nodes: tuple[exp.Expression, ...] = field(default=(), compare=False, repr=False)
     reason_code: str | None = None  # decisions.ReasonCode value of ``reason``
+    # What in the query reads the session's time zone (``zones.zoned_read``; None: its
+    # rows are the same in every zone), set by ``engine.refresh.plan_of``
+    zoned: str | None = None
     # Trees, for the SQL generator to build statements from (never re-parsed from text):
     tree: exp.Select | None = field(default=None, compare=False, repr=False)  # ``qualified``
     group_nodes: tuple[exp.Expression, ...] = field(default=(), compare=False, repr=False)

@@ -68,6 +68,7 @@ class ReasonCode(str, enum.Enum):
     BUILT_EMPTY = "built_empty"
     NOT_REGISTERED = "not_registered"
     DEFINITION_CHANGED = "definition_changed"
+    TIME_ZONE_CHANGED = "time_zone_changed"
     MASTER_COLUMNS_CHANGED = "master_columns_changed"
     UNFINISHED = "unfinished"
     UNSUPPORTED_QUERY = "unsupported_query"
@@ -94,10 +95,15 @@ EXPECTED = frozenset(
         ReasonCode.BUILT_EMPTY,
     }
 )
-# Codes that make the registry say NEEDS_COMPILE (the definition or a master changed);
-# the others that fail a refresh make it UNUSABLE.
+# Codes that make the registry say NEEDS_COMPILE (the definition, a master or the session
+# time zone its query reads changed); the others that fail a refresh make it UNUSABLE.
 NEEDS_COMPILE = frozenset(
-    {ReasonCode.DEFINITION_CHANGED, ReasonCode.MASTER_COLUMNS_CHANGED, ReasonCode.LOG_BROKEN}
+    {
+        ReasonCode.DEFINITION_CHANGED,
+        ReasonCode.MASTER_COLUMNS_CHANGED,
+        ReasonCode.TIME_ZONE_CHANGED,
+        ReasonCode.LOG_BROKEN,
+    }
 )
 
 # A fix's ``{rebuild}`` and ``{force}`` depend on who refreshes the view (``fix_names``):
@@ -125,6 +131,10 @@ FIXES: dict[ReasonCode, str] = {
         "drop that log and create it again: dbt run-operation fast_refresh.drop_mview_log "
         "--args \"{{master: '{master}'}}\", then fast_refresh.create_mview_log with the same "
         "args (the views on it then refresh completely once, and fast after)"
+    ),
+    ReasonCode.TIME_ZONE_CHANGED: (
+        "refresh it in the session time zone its rows were computed in (the reason names "
+        "it; spark.sql.session.timeZone), or " + _REBUILD + " in this one"
     ),
     ReasonCode.HISTORY_GONE: (
         _REBUILD + "; to refresh fast after the next change, keep the masters' snapshots "

@@ -393,6 +393,10 @@ class ViewState:
     # after its commit (``refresh.commit_view``), or, for a view found larger than a
     # one-statement delta suits, as read at an earlier one (None: not read).
     data_files: int | None = None
+    # The session's time zone its rows were computed in, for a view whose query reads it
+    # (``ivm/zones.py``; None: its rows are the same in every zone, or a view refreshed
+    # before this was recorded): a refresh in another zone rebuilds the view.
+    time_zone: str | None = None
 
     def to_json(self) -> str:
         return _dumps(
@@ -409,6 +413,7 @@ class ViewState:
                 "snapshot": self.snapshot,
                 **({"filled": list(self.filled)} if self.filled else {}),
                 **({"data_files": self.data_files} if self.data_files is not None else {}),
+                **({"time_zone": self.time_zone} if self.time_zone is not None else {}),
             }
         )
 
@@ -428,6 +433,7 @@ class ViewState:
             snapshot=d.get("snapshot"),
             filled=tuple(d.get("filled", ())),
             data_files=d.get("data_files"),
+            time_zone=d.get("time_zone"),
         )
 
     def replace(self, **changes: Any) -> ViewState:

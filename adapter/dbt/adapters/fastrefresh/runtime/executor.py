@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from dbt.adapters.events.logging import AdapterLogger
 
+from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.runtime.interpreted import GATE, small_statements
 
 logger = AdapterLogger("fastrefresh")
@@ -28,6 +29,8 @@ logger = AdapterLogger("fastrefresh")
 # excludes it; the rule only saves work on unions of truly identical children.
 UNSAFE_RULES = ("org.apache.spark.sql.catalyst.optimizer.RemoveNoopUnion",)
 EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+# The session's time zone, in which Spark shows, casts and takes apart its TIMESTAMPs.
+TIME_ZONE = "spark.sql.session.timeZone"
 
 
 def with_safe_rules(excluded: str | None) -> str:
@@ -61,6 +64,11 @@ class Executor(Protocol):
     def shuffle_partitions(self) -> int | None:
         """The session's ``spark.sql.shuffle.partitions`` when it is this process's (a
         JVM call); None on a server, where reading it would cost a statement."""
+        ...
+
+    def time_zone(self) -> str:
+        """The session's ``spark.sql.session.timeZone``: a JVM call when the session is
+        this process's, else one ``SET`` statement."""
         ...
 
 
@@ -127,6 +135,13 @@ class AdapterExecutor:
         connection = self.adapter.connections.get_if_exists()
         return session_shuffle_partitions(None if connection is None else _session_of(connection))
 
+    def time_zone(self) -> str:
+        connection = self.adapter.connections.get_if_exists()
+        spark = None if connection is None else _session_of(connection)
+        if spark is not None:
+            return str(spark.conf.get(TIME_ZONE))
+        return set_value(self.query(f"SET {TIME_ZONE}"), TIME_ZONE)
+
 
 class SparkExecutor:
     """Statements straight on a SparkSession (tests, benchmarks, the demo)."""
@@ -153,6 +168,20 @@ class SparkExecutor:
 
     def shuffle_partitions(self) -> int | None:
         return session_shuffle_partitions(self.spark)
+
+    def time_zone(self) -> str:
+        return str(self.spark.conf.get(TIME_ZONE))
+
+
+def set_value(rows: Sequence[Sequence[Any]], key: str) -> str:
+    """The value a ``SET <key>`` statement answered (rows of key and value)."""
+    for row in rows:
+        if len(row) > 1 and str(row[0]) == key:
+            return str(row[1])
+    raise FastRefreshError(
+        f"SET {key} answered {list(rows)!r}, not the setting's value. Fix: check that the "
+        "connection runs Spark SQL (dbt-fastrefresh reads the session's time zone so)."
+    )
 
 
 def session_shuffle_partitions(spark: Any) -> int | None:
