@@ -60,9 +60,11 @@ test-soak: check-java $(STAMP)
 # The same tests on a real cluster: a Spark standalone master and two workers (separate
 # JVMs, started from the pyspark install by tests/standalone.py), the driver in pytest.
 # The consistency oracle, the seed traces and the dbt materialization tests run there,
-# with the checks that the executors are the workers' (tests/cluster). CI runs it.
+# with the checks that the executors are the workers' (tests/cluster); and dbt through a
+# Spark Thrift server (method: thrift, tests/thrift_server.py: its own JVM). CI runs it.
 CLUSTER_TESTS ?= tests/cluster tests/functional/test_oracle.py \
-  tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py
+  tests/functional/test_master_site_seeds.py tests/functional/test_materialization.py \
+  tests/functional/test_thrift_server.py
 # (The oracle's deterministic run, every change kind over every view, stays on the default
 # suite: on the cluster it would add a quarter of an hour and nothing the random runs do not.)
 # Two pytest workers, each with its own cluster (a driver, a master, two workers and their

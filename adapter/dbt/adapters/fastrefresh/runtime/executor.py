@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from dbt.adapters.contracts.connection import ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -29,6 +30,8 @@ logger = AdapterLogger("fastrefresh")
 # excludes it; the rule only saves work on unions of truly identical children.
 UNSAFE_RULES = ("org.apache.spark.sql.catalyst.optimizer.RemoveNoopUnion",)
 EXCLUDED_RULES = "spark.sql.optimizer.excludedRules"
+# The states of a dbt connection that runs no statement until it is opened again.
+CLOSED = (ConnectionState.CLOSED, ConnectionState.FAIL)
 # The session's time zone, in which Spark shows, casts and takes apart its TIMESTAMPs.
 TIME_ZONE = "spark.sql.session.timeZone"
 
@@ -104,10 +107,18 @@ class AdapterExecutor:
 
     def _run(self, sql: str, fetch: bool) -> list[tuple[Any, ...]]:
         connections = self.adapter.connections
-        if connections.get_if_exists() is None:
-            # A thread dbt did not start (the leases' heartbeat): a connection of its own.
+        connection = connections.get_if_exists()
+        if connection is None or connection.state in CLOSED:
+            # A thread dbt did not start (the leases' heartbeat): a connection of its own,
+            # opened for the statement. The block closes it after, and leaves it as this
+            # thread's connection: the thread's next statement opens it again (on a server
+            # a closed handle fails: "Transport not open").
             with self.adapter.connection_named(f"fastrefresh-{threading.get_ident()}"):
-                return self._run(sql, fetch)
+                return self._statement(sql, fetch)
+        return self._statement(sql, fetch)
+
+    def _statement(self, sql: str, fetch: bool) -> list[tuple[Any, ...]]:
+        """``sql`` on the calling thread's connection, which is there."""
         self._safe_session()
         started = time.monotonic()
         with GATE.statement():  # the fetch too: a SELECT runs in it (session method)
