@@ -148,6 +148,7 @@ def dbt_profile_target(
 # demo, and a stable sort keeps them together); a stale figure changes only the order,
 # never what runs.
 LONGEST_FIRST = {
+    "tests/functional/test_thrift_server.py": 170,  # make test-cluster's
     "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh[scn-sql-sync]": 167,
     "tests/functional/test_dag.py::TestDagRefreshesFast": 116,
     "tests/functional/test_oracle.py::test_views_equal_their_queries_after_every_refresh[ts-java-deferred]": 73,

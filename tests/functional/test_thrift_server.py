@@ -55,9 +55,21 @@ MODELS = {
         "select c.name, count(*) as orders, sum(o.amount) as revenue "
         f"from {ORDERS} o join {CUSTOMERS} c on o.customer_id = c.customer_id group by c.name"
     ),
+    # An outer join, and a view over another fast_refresh view.
+    "orders_and_customers.sql": fr(
+        "select o.order_id, o.status, c.customer_id, c.name "
+        f"from {ORDERS} o full outer join {CUSTOMERS} c on o.customer_id = c.customer_id"
+    ),
+    "big_customers.sql": fr(
+        "select name, revenue from {{ ref('customer_revenue') }} where orders > 30"
+    ),
     "schema.yml": """
 version: 2
 models:
+  - name: orders_and_customers
+    data_tests: [fast_refresh.equals_query]
+  - name: big_customers
+    data_tests: [fast_refresh.equals_query]
   - name: open_orders
     data_tests: [fast_refresh.equals_query]
   - name: orders_by_hour
@@ -162,7 +174,7 @@ class TestThroughAThriftServer(FastRefreshProject):
             "timestamp'2024-01-01 00:10:00' + make_dt_interval(0, cast(id % 24 as int)) "
             "from range(200)"
         )
-        project.run_sql(f"insert into {s}.customers select id, concat('c', id) from range(5)")
+        project.run_sql(f"insert into {s}.customers select id, concat('c', id) from range(6)")
         run_dbt(["run"])
         assert {m: t for m, (t, _) in self.last_runs(project).items()} == dict.fromkeys(
             VIEWS, "COMPLETE"
