@@ -30,9 +30,8 @@ from dbt.adapters.fastrefresh.ivm.dialect import DIALECT
 from dbt.adapters.fastrefresh.ivm.plan import ViewPlan
 from dbt.adapters.fastrefresh.sqltext import TableName
 
-# The session setting, and a type that holds an instant shown in it: TIMESTAMP (Spark's
+# A type that holds an instant shown in the session's zone: TIMESTAMP (Spark's
 # TIMESTAMP_LTZ), alone or inside an ARRAY, MAP or STRUCT; not TIMESTAMP_NTZ.
-TIME_ZONE_SETTING = "spark.sql.session.timeZone"
 _ZONED_TYPE = re.compile(r"\btimestamp(_ltz)?\b", re.IGNORECASE)
 
 # Spark functions (lower case, as Spark SQL names them) whose result depends on the
