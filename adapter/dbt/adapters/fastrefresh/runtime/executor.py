@@ -138,17 +138,19 @@ class AdapterExecutor:
     ) -> contextlib.AbstractContextManager[bool]:
         """Through this process's SparkSession (method: session); a statement on a server
         keeps the server's settings (two SET statements would cost more than they save)."""
+        return small_statements(self._own_session(), rows, one_partition=one_partition)
+
+    def _own_session(self) -> Any:
+        """The SparkSession of this process the calling thread's connection runs on
+        (method: session), or None (a server, or no connection)."""
         connection = self.adapter.connections.get_if_exists()
-        spark = None if connection is None else _session_of(connection)
-        return small_statements(spark, rows, one_partition=one_partition)
+        return None if connection is None else _session_of(connection)
 
     def shuffle_partitions(self) -> int | None:
-        connection = self.adapter.connections.get_if_exists()
-        return session_shuffle_partitions(None if connection is None else _session_of(connection))
+        return session_shuffle_partitions(self._own_session())
 
     def time_zone(self) -> str:
-        connection = self.adapter.connections.get_if_exists()
-        spark = None if connection is None else _session_of(connection)
+        spark = self._own_session()
         if spark is not None:
             return str(spark.conf.get(TIME_ZONE))
         return set_value(self.query(f"SET {TIME_ZONE}"), TIME_ZONE)
