@@ -67,15 +67,20 @@ class FastRefreshProject:
     def packages(self) -> dict[str, object]:
         return {"packages": [{"local": str(REPO_ROOT)}]}
 
-    @pytest.fixture(scope="class")
-    def profiles_config_update(
-        self, dbt_profile_target: dict[str, Any], unique_schema: str
-    ) -> dict[str, Any]:
-        target = {
+    @staticmethod
+    def project_target(dbt_profile_target: dict[str, Any], unique_schema: str) -> dict[str, Any]:
+        """The profile's target in the class's schema, with a registry schema of its own."""
+        return {
             **dbt_profile_target,
             "schema": unique_schema,
             "registry_schema": f"{unique_schema}_reg",
         }
+
+    @pytest.fixture(scope="class")
+    def profiles_config_update(
+        self, dbt_profile_target: dict[str, Any], unique_schema: str
+    ) -> dict[str, Any]:
+        target = self.project_target(dbt_profile_target, unique_schema)
         return {"test": {"outputs": {"default": target}, "target": "default"}}
 
     @pytest.fixture(scope="class")

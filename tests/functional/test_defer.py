@@ -32,8 +32,7 @@ class TestDeferredUpstream(FastRefreshProject):
     def profiles_config_update(
         self, dbt_profile_target: dict[str, Any], unique_schema: str
     ) -> dict[str, Any]:
-        prod = {**dbt_profile_target, "schema": unique_schema,
-                "registry_schema": f"{unique_schema}_reg"}  # fmt: skip
+        prod = self.project_target(dbt_profile_target, unique_schema)
         dev = {**dbt_profile_target, "schema": f"{unique_schema}_dev",
                "registry_schema": f"{unique_schema}_devreg"}  # fmt: skip
         return {"test": {"outputs": {"default": prod, "dev": dev}, "target": "default"}}

@@ -102,11 +102,7 @@ class TestThroughAThriftServer(FastRefreshProject):
     def profiles_config_update(
         self, dbt_profile_target: dict[str, Any], unique_schema: str
     ) -> dict[str, Any]:
-        target = {
-            **dbt_profile_target,
-            "schema": unique_schema,
-            "registry_schema": f"{unique_schema}_reg",
-        }
+        target = self.project_target(dbt_profile_target, unique_schema)
         # The same server, its sessions in another time zone (a Thrift server takes a
         # session's settings with this prefix, and ignores the others).
         tokyo = {
