@@ -2,10 +2,12 @@
 column bounds. A timestamp bound read as text is local to the session's time zone, and in
 the hour a daylight-saving change repeats it reads back as the earlier instant: the
 touched file's upper bound came back an hour short, and a change to a row in that hour
-was not read (on a Thrift server whose session is not in UTC)."""
+was not read (on a Thrift server whose session is not in UTC). And a commit's time is
+the same instant on both metadata paths."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import env_for, refresh_and_check
+from tests.functional.sites import env_for, latest_snapshot, refresh_and_check
 
 
 @pytest.fixture
@@ -49,3 +51,24 @@ def test_a_change_in_the_repeated_hour_is_captured(spark: Any, new_york: None) -
     refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
     spark.sql(f"UPDATE {master} SET v = 50 WHERE id = 5")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+
+
+def test_a_commit_time_is_the_same_instant_on_both_paths(spark: Any, new_york: None) -> None:
+    """The SQL path read ``committed_at`` as the connection shows a TIMESTAMP (through
+    PySpark, a naive datetime in the Python process's local time), the Java path as
+    Iceberg's ``timestamp-ms``: the capture runs' commit times, kept in UTC, differed
+    wherever the process was not in UTC."""
+    schema = "commit_time_paths"
+    table = TableName(schema, "t")
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {table} (id INT) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1)")
+    snapshot = latest_snapshot(spark, str(table))
+    times = {
+        path: env_for(spark, f"{schema}_registry", path).tables.history(table).get(snapshot)
+        for path in ("java", "sql")
+    }
+    java, sql = (times[p] for p in ("java", "sql"))
+    assert java is not None and sql is not None
+    assert java.committed_at is not None and java.committed_at.utcoffset() == dt.timedelta(0)
+    assert sql.committed_at == java.committed_at

@@ -17,7 +17,6 @@ thread, so the commit summary set here reaches the statements this thread runs n
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import threading
 import uuid
@@ -34,6 +33,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import (
     RowSource,
     SnapshotInfo,
     TableMeta,
+    epoch_millis,
 )
 from dbt.adapters.fastrefresh.runtime.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal
@@ -300,7 +300,7 @@ class JvmTables:
             int(d["snapshot-id"]),
             None if parent is None else int(parent),
             str(summary.get("operation", "")),
-            dt.datetime.fromtimestamp(d["timestamp-ms"] / 1000, dt.timezone.utc),
+            epoch_millis(int(d["timestamp-ms"])),
             wanted,
         )
 

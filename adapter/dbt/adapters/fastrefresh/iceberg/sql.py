@@ -24,6 +24,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import (
     History,
     SnapshotInfo,
     TableMeta,
+    epoch_millis,
 )
 from dbt.adapters.fastrefresh.runtime.executor import Executor
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string
@@ -43,16 +44,20 @@ class _SqlHistory:
 def _sql_snapshots(x: Executor, name: TableName, keys: Sequence[str]) -> dict[int, SnapshotInfo]:
     wanted = [*SUMMARY_STATS, *keys]
     picks = ", ".join(f"summary[{string(k)}]" for k in wanted)
+    # The commit time as milliseconds since the epoch: a TIMESTAMP comes back as each
+    # connection shows one (PySpark: a naive datetime in the Python process's local time;
+    # a server: text in the session's zone), the number the same everywhere.
     rows = x.query(
-        f"SELECT snapshot_id, parent_id, operation, committed_at, {picks} "
+        f"SELECT snapshot_id, parent_id, operation, unix_millis(committed_at), {picks} "
         f"FROM {name.metadata('snapshots')}"
     )
     out = {}
     for row in rows:
         summary = {k: str(v) for k, v in zip(wanted, row[4:], strict=True) if v is not None}
         out[int(row[0])] = SnapshotInfo(
-            int(row[0]), None if row[1] is None else int(row[1]), str(row[2]), row[3], summary
-        )
+            int(row[0]), None if row[1] is None else int(row[1]), str(row[2]),
+            None if row[3] is None else epoch_millis(int(row[3])), summary,
+        )  # fmt: skip
     return out
 
 

@@ -40,6 +40,17 @@ SUMMARY_STATS = (
 )
 
 
+def epoch_millis(millis: int) -> dt.datetime:
+    """A commit time (Iceberg's ``timestamp-ms``) as an aware UTC datetime, on both paths.
+
+    >>> epoch_millis(1_700_000_000_123)
+    datetime.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=datetime.timezone.utc)
+    """
+    return dt.datetime.fromtimestamp(millis // 1000, dt.timezone.utc).replace(
+        microsecond=millis % 1000 * 1000
+    )
+
+
 @dataclass(frozen=True)
 class SnapshotInfo:
     """One snapshot of a table: its place in the history and the summary entries asked for."""
