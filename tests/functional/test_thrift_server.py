@@ -9,12 +9,14 @@ PySpark's."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dbt.tests.util import run_dbt
+from dbt_common.events.base_types import EventMsg
 
 from dbt.adapters.fastrefresh.runtime.executor import AdapterExecutor
 from tests.functional.dbt_project import FastRefreshProject, fr
@@ -82,6 +84,21 @@ models:
 }
 VIEWS = sorted(m.removesuffix(".sql") for m in MODELS if m.endswith(".sql"))
 ZONED = {"open_orders", "orders_by_hour"}
+
+
+def run_counting(args: list[str]) -> tuple[Counter[str], Counter[str]]:
+    """Run dbt: the connections opened and the statements run, by model."""
+    opened: Counter[str] = Counter()
+    statements: Counter[str] = Counter()
+
+    def listen(event: EventMsg) -> None:
+        if event.info.name == "NewConnectionOpening":
+            opened[event.data.node_info.node_name] += 1
+        elif event.info.name == "SQLQuery":
+            statements[event.data.node_info.node_name] += 1
+
+    run_dbt(args, callbacks=[listen])  # type: ignore[arg-type]
+    return opened, statements
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +199,12 @@ class TestThroughAThriftServer(FastRefreshProject):
             f"insert into {s}.orders values (500, 2, 'open', 9.99, timestamp'2024-01-02 05:00:00')"
         )
         project.run_sql(f"update {s}.customers set name = 'renamed' where customer_id = 3")
-        run_dbt(["run"])
+        opened, statements = run_counting(["run"])
+        # A refresh runs its statements on its node's connection, opened once: opened
+        # and closed around each statement, every one paid a Thrift session's opening
+        # and its settings (about 40 ms a statement here).
+        for view in VIEWS:
+            assert opened[view] <= 1 and statements[view] >= 5, (view, opened, statements)
         runs = self.last_runs(project)
         assert {m: t for m, (t, _) in runs.items()} == dict.fromkeys(VIEWS, "FAST"), runs
         self.equal_their_queries()

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from dbt.adapters.contracts.connection import ConnectionState
+from dbt.adapters.contracts.connection import ConnectionState, LazyHandle
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
@@ -106,16 +106,23 @@ class AdapterExecutor:
             handle._fastrefresh_safe_rules = True
 
     def _run(self, sql: str, fetch: bool) -> list[tuple[Any, ...]]:
+        self._connection()
+        return self._statement(sql, fetch)
+
+    def _connection(self) -> None:
+        """The calling thread's dbt connection, ready to run a statement, and left open for
+        the thread's next one (dbt closes it when it releases the node's connection, and
+        every connection at the end of the invocation). A thread dbt did not start (the
+        leases' heartbeat) gets one of its own. A closed one, of a node released before
+        or closed by the thread's last block, opens again at its next statement: on a
+        server a closed handle fails ("Transport not open"), and opening one costs a
+        session's round trips, so it is not opened and closed around each statement."""
         connections = self.adapter.connections
         connection = connections.get_if_exists()
-        if connection is None or connection.state in CLOSED:
-            # A thread dbt did not start (the leases' heartbeat): a connection of its own,
-            # opened for the statement. The block closes it after, and leaves it as this
-            # thread's connection: the thread's next statement opens it again (on a server
-            # a closed handle fails: "Transport not open").
-            with self.adapter.connection_named(f"fastrefresh-{threading.get_ident()}"):
-                return self._statement(sql, fetch)
-        return self._statement(sql, fetch)
+        if connection is None:
+            connections.set_connection_name(f"fastrefresh-{threading.get_ident()}")
+        elif connection.state in CLOSED:  # (reading .handle would open it)
+            connection.handle = LazyHandle(connections.open)
 
     def _statement(self, sql: str, fetch: bool) -> list[tuple[Any, ...]]:
         """``sql`` on the calling thread's connection, which is there."""
