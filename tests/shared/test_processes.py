@@ -106,11 +106,14 @@ def test_two_refreshing_processes_and_a_writer_share_the_logs(project: Path) -> 
     assert reports["a"]["failed_runs"] == [] and reports["b"]["failed_runs"] == [], reports
     assert reports["w"]["rounds"] >= 10, reports
     # The two processes really ran at once, each under leases: some run of one overlapped
-    # some run of the other, and every refresh took its view's lease at least.
+    # some run of the other, and every refresh took its view's lease at least, but one
+    # that found nothing to apply (it writes nothing, and takes none).
     assert any(
         a0 < b1 and b0 < a1 for a0, a1 in reports["a"]["spans"] for b0, b1 in reports["b"]["spans"]
     ), reports
-    assert reports["a"]["leases_taken"] >= 4 * 2 and reports["b"]["leases_taken"] >= 4 * 3, reports
+    for name, views in (("a", 2), ("b", 3)):
+        report = reports[name]
+        assert report["leases_taken"] + report["unchanged"] >= 4 * views, reports
     waits = reports["a"]["leases_waited_for"] + reports["b"]["leases_waited_for"]
     print(f"leases taken: {reports['a']['leases_taken']} + {reports['b']['leases_taken']}, "
           f"of which found held by the other process first: {waits}")  # fmt: skip

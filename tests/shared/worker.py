@@ -67,7 +67,13 @@ def dbt(project: Path, *args: str) -> bool:
     )
     if result.exception is not None:
         print(f"dbt {' '.join(args)} failed: {result.exception}", flush=True)
+    for r in getattr(result.result, "results", None) or ():
+        UNCHANGED[0] += "FAST refresh" in str(r.message) and "no changes" in str(r.message)
     return bool(result.success)
+
+
+# Refreshes that found nothing to apply: they take no lease (engine/refresh._unchanged).
+UNCHANGED = [0]
 
 
 def setup(project: Path, spark: Any) -> dict[str, Any]:
@@ -153,6 +159,7 @@ def refresh(project: Path, runs: int, select: str, threads: int) -> dict[str, An
     return {
         "runs": runs, "failed_runs": failures, "spans": spans, "taken_over": lease.taken_over,
         "leases_taken": lease.taken, "leases_waited_for": lease.waited,
+        "unchanged": UNCHANGED[0],
     }  # fmt: skip
 
 

@@ -30,7 +30,7 @@ import hashlib
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -64,7 +64,13 @@ from dbt.adapters.fastrefresh.ivm.analysis import (
 )
 from dbt.adapters.fastrefresh.ivm.checks import NOT_A_MASTER
 from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_FIX, NON_FINITE_LEFT
-from dbt.adapters.fastrefresh.mlog.consumers import Setup, purge_after_refresh, register, setup
+from dbt.adapters.fastrefresh.mlog.consumers import (
+    Setup,
+    purge_after_refresh,
+    register,
+    setup,
+    setup_writes,
+)
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
     create_mview_log,
@@ -94,6 +100,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     ViewState,
 )
 from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.runtime.executor import WouldWrite
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
 from dbt.adapters.fastrefresh.sqltext import TableName, master_of_log, storage_of, view_of
 
@@ -720,7 +727,8 @@ def refresh_view(
         model: the dbt model run (``DbtModel``); None: ``refresh_mviews``.
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
-    with env.holding([f"view:{view}"], purpose=f"refresh of {view}"):
+
+    def attempt(env: Env) -> tuple[RefreshResult, _Refresh]:
         read: dict[TableName, TableMeta] = {}
         refresh = _Refresh(env, view, resolve_views(env, sql, read), chosen, table or TableSpec())
         refresh.read = read
@@ -729,12 +737,35 @@ def refresh_view(
         refresh.docs = docs
         refresh.replace_table = replace_table
         refresh.model = model
-        result = refresh.run(full_refresh=full_refresh, exists=exists)
-        return dataclasses.replace(
-            result,
-            logs_created=tuple(refresh.logs_created),
-            log_warnings=tuple(refresh.log_warnings),
-        )
+        return refresh.run(full_refresh=full_refresh, exists=exists), refresh
+
+    quick = env.shared_catalog and exists and not full_refresh
+    if quick and chosen is not RefreshMethod.COMPLETE and (done := _unchanged(env, attempt)):
+        return done
+    with env.holding([f"view:{view}"], purpose=f"refresh of {view}"):
+        return attempt(env)[0]
+
+
+def _unchanged(
+    env: Env, attempt: Callable[[Env], tuple[RefreshResult, _Refresh]]
+) -> RefreshResult | None:
+    """On a shared catalog, a refresh with nothing to apply, found without the view's
+    lease; None: the refresh has something to write (or failed), and runs again under the
+    lease. Taking a lease and giving it back are two row-level commits to the leases table
+    (about 1 s on a server): a refresh that writes nothing needs none, since it reads each
+    table's committed state, and every step that would write (a capture, a mark, the view's
+    MERGE, its state, the Spark view over it) is refused here (``Env.reading_only``)."""
+    probe = env.reading_only()
+    try:
+        result, refresh = attempt(probe)
+    except Exception as exc:
+        logger.debug(f"under the lease: {exc if isinstance(exc, WouldWrite) else repr(exc)}")
+        return None
+    if probe.refused or not result.noop:
+        return None
+    refresh.env = env
+    refresh.journal_held()
+    return result
 
 
 class _Refresh:
@@ -767,6 +798,8 @@ class _Refresh:
         self.failed_because: Reason | None = None
         # Masters ``resolve_views`` read fresh (``load_masters``).
         self.read: dict[TableName, TableMeta] = {}
+        # What it journaled while it could only read (``_journal``, ``_unchanged``).
+        self.held: list[tuple[Any, ...]] = []
         # The session's time zone, read for a view whose query reads it (``ivm/zones.py``).
         self.time_zone: str | None = None
 
@@ -919,6 +952,8 @@ class _Refresh:
     def run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
         try:
             return self._masters_and_run(full_refresh=full_refresh, exists=exists)
+        except WouldWrite:
+            raise
         except Exception as exc:
             self._drop_new_logs()
             missing = _missing_read(exc, self.sql)
@@ -983,11 +1018,34 @@ class _Refresh:
         loaded = load_masters(self.env, self.sql, read=self.read)
         create = not self._shape_never_fast(loaded)
         masters = [self._with_log(m, loaded, create=create) for m in loaded]
+        self._only_reading(masters)
         logs = [m.log.log_table for m in masters if m.log is not None]
         # From its setup to its wrap-up, the logs this refresh works on are not dropped by
         # this process's other threads (drop_mview_log refuses them).
         with self.env.runtime.using(str(log) for log in logs):
             return self._run(masters, logs, full_refresh=full_refresh, exists=exists)
+
+    def _only_reading(
+        self,
+        masters: list[MasterState],
+        reason: Reason | None = None,
+        record: ViewRecord | None = None,
+    ) -> None:
+        """Where a refresh that may only read (``_unchanged``) would write, stop it as soon
+        as that is known, before it reads more: a master without a log, or one whose log
+        has commits to capture, rows to mark or leftovers to clear; once decided, a
+        complete refresh, or log rows past the view's place."""
+        if not self.env.read_only:
+            return
+        if reason is not None:
+            raise WouldWrite(f"a complete refresh: {reason}")
+        for m in masters:
+            if m.log is None or setup_writes(m.log, m.meta):
+                raise WouldWrite(f"a setup on {m.name}")
+            if record is not None and record.state is not None:
+                place = record.state.positions.get(str(m.log.log_table))
+                if place is None or place.last_sequence != m.log.state.last_sequence:
+                    raise WouldWrite(f"rows of {m.log.log_table} to apply")
 
     def _run(
         self,
@@ -1045,7 +1103,10 @@ class _Refresh:
         seconds = time.monotonic() - self.started
         self.phases["total"] = seconds
         self._journal(refresh_type, reason, log_rows, "SUCCESS", None, moved=not noop)
-        return RefreshResult(self.view, refresh_type, reason, log_rows, seconds, self.phases, noop)
+        return RefreshResult(
+            self.view, refresh_type, reason, log_rows, seconds, self.phases, noop,
+            logs_created=tuple(self.logs_created), log_warnings=tuple(self.log_warnings),
+        )  # fmt: skip
 
     def _shape_never_fast(self, loaded: list[MasterState]) -> bool:
         """Whether the query's shape can never refresh fast, whatever logs its masters
@@ -1081,6 +1142,7 @@ class _Refresh:
         write: a refresh that fails here (an empty build refreshed by refresh_mviews,
         ``on_schema_change: fail``, a 'fast' build of a view never fast) writes nothing.
         Then the logs ``_with_new_columns`` left to create again are."""
+        self._only_reading(masters, reason, record)
         if reason is not None and reason.code is ReasonCode.BUILT_EMPTY and not self.model:
             raise _refreshed_empty(self.view)
         if reason is not None and reason.code in NEEDS_COMPILE and record is not None:
@@ -1276,6 +1338,8 @@ class _Refresh:
                 self.setups[m.name] = setup(
                     self.env, m.meta, self.view, position, last_refresh, log=m.log
                 )
+        if self.env.read_only and any(s.pending or s.problem for s in self.setups.values()):
+            raise WouldWrite("log rows to apply")
         captured = sum(s.capture.seconds for s in self.setups.values())
         self.phases["capture"] = captured
         self._phase("setup", since)
@@ -1299,7 +1363,7 @@ class _Refresh:
             self._apply(reason, plan, record, **state)
             return reason
         except Exception as exc:
-            if reason is not None:
+            if reason is not None or isinstance(exc, WouldWrite):
                 raise
             message = str(exc)
             if NON_FINITE_LEFT in message:
@@ -1478,10 +1542,19 @@ class _Refresh:
         before = record.state.positions if record is not None and record.state else {}
         self.left = sorted(set(before) - {str(s.log.log_table) for s in self.setups.values()})
 
+    def journal_held(self) -> None:
+        """Record what a refresh that only read journaled (``_journal``)."""
+        held, self.held = self.held, []
+        for refresh_type, reason, log_rows, status, error, moved in held:
+            self._journal(refresh_type, reason, log_rows, status, error, moved=moved)
+
     def _journal(
         self, refresh_type: RefreshType, reason: Reason | None, log_rows: int, status: str,
         error: str | None, *, moved: bool = True,
     ) -> None:  # fmt: skip
+        if self.env.read_only:  # recorded once it is known to stand (_unchanged)
+            self.held.append((refresh_type, reason, log_rows, status, error, moved))
+            return
         journal = self.env.runtime.journal(self.env.registry)
         journal.views.add(str(self.view))
         if moved:

@@ -177,7 +177,7 @@ def setup(
     log at ``Setup.log_snapshot``, which still holds those rows."""
     name = master.name
     read = load_log(env, name, log, read=master) if env.shared_catalog else log
-    if read is not None and not _writes(read, master):
+    if read is not None and not setup_writes(read, master):
         return _setup_of(env, read, master, mview, position=position, last_refresh=last_refresh)
     with env.holding([log_lock(log_table_for(name))], purpose=f"setup of {mview}"):
         if env.shared_catalog:
@@ -210,7 +210,7 @@ def setup(
     return Setup(log, mview, now, log.state.captured_through, position, captured, problem)
 
 
-def _writes(log: LoadedLog, master: TableMeta) -> bool:
+def setup_writes(log: LoadedLog, master: TableMeta) -> bool:
     """Whether a setup on ``log`` would write (capture, mark, or clear leftovers)."""
     state = log.state
     unmarked = not log.config.commit_scn and state.last_sequence > state.marked_sequence

@@ -5,15 +5,18 @@
 ``registry`` names the registry schema; ``clock`` gives naive UTC times; ``runtime`` is the
 process state; ``shared_catalog`` says whether other processes may write the same tables
 (then every table is read fresh, not from this session's cache, and ``holding`` takes
-leases as well as the process's locks: ``runtime/leases.py``).
+leases as well as the process's locks: ``runtime/leases.py``). ``read_only``: a copy for
+a step that only reads (``Env.reading_only``): a write raises ``WouldWrite``, and no
+lease is taken, since nothing is written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +29,12 @@ from dbt.adapters.fastrefresh.runtime.catalog import (
     DEFAULT_LEASE_WAIT_SECONDS,
 )
 from dbt.adapters.fastrefresh.runtime.clock import utcnow
-from dbt.adapters.fastrefresh.runtime.executor import Executor, SparkExecutor
+from dbt.adapters.fastrefresh.runtime.executor import (
+    Executor,
+    ReadOnlyExecutor,
+    SparkExecutor,
+    WouldWrite,
+)
 from dbt.adapters.fastrefresh.runtime.leases import LeaseStore
 from dbt.adapters.fastrefresh.runtime.process import RUNTIME, Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -44,6 +52,7 @@ class Env:
     shared_catalog: bool = False
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     lease_wait_seconds: float = DEFAULT_LEASE_WAIT_SECONDS
+    read_only: bool = False
 
     @functools.cached_property
     def leases(self) -> LeaseStore | None:
@@ -63,7 +72,7 @@ class Env:
         the logs and views among them, for the block."""
         wanted = list(names)
         with self.runtime.holding(wanted):
-            store = self.leases
+            store = None if self.read_only else self.leases
             if store is None:
                 yield
                 return
@@ -75,8 +84,24 @@ class Env:
 
     def check_leases(self, names: Iterable[str] | None = None) -> None:
         """Before a write on a shared catalog: stop if a lease held for it was lost."""
-        if self.shared_catalog:
+        if self.shared_catalog and not self.read_only:
             self.runtime.leases.check(None if names is None else list(names))
+
+    def reading_only(self) -> Env:
+        """A copy of this environment whose statements and table commits may only read:
+        any write raises ``WouldWrite`` (and sets ``refused``), and ``holding`` takes this
+        process's locks but no lease."""
+        return dataclasses.replace(
+            self, sql=ReadOnlyExecutor(self.sql), tables=ReadOnlyTables(self.tables),
+            read_only=True,
+        )  # fmt: skip
+
+    @property
+    def refused(self) -> bool:
+        """Whether a write was refused (``reading_only``; False for any other)."""
+        return isinstance(self.sql, ReadOnlyExecutor) and (
+            self.sql.refused or bool(getattr(self.tables, "refused", False))
+        )
 
     def upkeep_commit(self, table: TableName) -> None:
         """Note a commit to one of dbt-fastrefresh's own tables (``protocol/upkeep.py``)."""
@@ -101,6 +126,35 @@ class Env:
             x, tables_for(x, spark if java else None), registry.lower(), clock,
             shared_catalog=shared, lease_seconds=lease_seconds,
         )  # fmt: skip
+
+
+class ReadOnlyTables:
+    """``Tables`` whose commits raise ``WouldWrite`` (``Env.reading_only``); reads are the
+    wrapped ones'."""
+
+    def __init__(self, inner: Tables) -> None:
+        self.inner = inner
+        self.refused = False
+
+    def _refuse(self, what: str) -> WouldWrite:
+        self.refused = True
+        return WouldWrite(what)
+
+    def set_properties(
+        self, name: TableName, values: Mapping[str, str], *, remove: Sequence[str] = ()
+    ) -> None:
+        raise self._refuse(f"set properties of {name}")
+
+    def summary(self, values: Mapping[str, str]) -> contextlib.AbstractContextManager[bool]:
+        raise self._refuse("a commit with a summary")
+
+    def delete_through(
+        self, name: TableName, column: str, value: int, summary: Mapping[str, str]
+    ) -> bool:
+        raise self._refuse(f"delete from {name}")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def tables_for(x: Executor, spark: Any | None) -> Tables:

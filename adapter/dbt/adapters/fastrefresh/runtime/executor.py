@@ -8,6 +8,7 @@ on a SparkSession.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -161,6 +162,64 @@ class AdapterExecutor:
         if spark is not None:
             return str(spark.conf.get(TIME_ZONE))
         return set_value(self.query(f"SET {TIME_ZONE}"), TIME_ZONE)
+
+
+class WouldWrite(Exception):
+    """A write asked for in a step that was to only read (``ReadOnlyExecutor``)."""
+
+
+# Statements that change nothing but this session: queries, descriptions, settings, and a
+# refresh of the session's cached copy of a table.
+_READS = re.compile(
+    r"\s*(SELECT|WITH|VALUES|SHOW|DESCRIBE|DESC|EXPLAIN|SET|REFRESH\s+TABLE)\b", re.IGNORECASE
+)
+
+
+class ReadOnlyExecutor:
+    """An executor that runs only statements that read; any other raises ``WouldWrite``.
+
+    ``refused`` stays set once one was refused, for a caller whose code swallowed the
+    exception (housekeeping that may fail): the step then did not run as it would have.
+
+    >>> x = ReadOnlyExecutor(SparkExecutor.__new__(SparkExecutor))
+    >>> x.execute("INSERT INTO t VALUES (1)")
+    Traceback (most recent call last):
+    ...
+    dbt.adapters.fastrefresh.runtime.executor.WouldWrite: INSERT INTO t VALUES (1)
+    >>> x.refused
+    True
+    """
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+        self.refused = False
+
+    def _check(self, sql: str) -> None:
+        if not _READS.match(sql):
+            self.refused = True
+            raise WouldWrite(sql[:200])
+
+    def execute(self, sql: str) -> None:
+        self._check(sql)
+        self.inner.execute(sql)
+
+    def query(self, sql: str) -> list[tuple[Any, ...]]:
+        self._check(sql)
+        return self.inner.query(sql)
+
+    def small(
+        self, rows: int | None, *, one_partition: bool = False
+    ) -> contextlib.AbstractContextManager[bool]:
+        return self.inner.small(rows, one_partition=one_partition)
+
+    def shuffle_partitions(self) -> int | None:
+        return self.inner.shuffle_partitions()
+
+    def time_zone(self) -> str:
+        return self.inner.time_zone()
+
+    def __getattr__(self, name: str) -> Any:  # what a test reads of the executor
+        return getattr(self.inner, name)
 
 
 class SparkExecutor:

@@ -6,8 +6,9 @@ another, write the same tables; Iceberg's atomic commits keep each commit whole,
 capture (read the log's state, append the master's new commits with the new state), a
 purge or a view's refresh (read its place, MERGE the delta with its new place) spans
 reads and commits, and two of them interleaved would capture a change twice or apply a
-delta twice. So on a shared catalog each such step also holds a **lease** on its log or
-view: a row of the registry's ``leases`` table naming the holder (host, process, a token
+delta twice. So on a shared catalog each such step that writes also holds a **lease** on
+its log or view (a refresh with nothing to apply writes nothing, and takes none:
+``engine/refresh._unchanged``): a row of the registry's ``leases`` table naming the holder (host, process, a token
 of this process) and when the lease expires.
 
 - **Taking and giving back** a lease is a compare-and-swap on that table (``LeaseStore``:

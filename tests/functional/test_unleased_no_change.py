@@ -1,0 +1,72 @@
+"""On a shared catalog a refresh takes its view's lease (``runtime/leases.py``): two
+row-level commits to the leases table, about 1 s on a server. A refresh that finds nothing
+to apply writes nothing and needs none: it is decided without the lease, every write
+refused (``engine/refresh._unchanged``). One that has something to write still takes it,
+and waits for another process holding it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.runtime.leases import Leases, Me
+from dbt.adapters.fastrefresh.runtime.process import Runtime
+from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import matches
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_refresh_with_nothing_to_apply_takes_no_lease_and_waits_for_none(
+    spark: Any, path: str
+) -> None:
+    schema = f"unleased_{path}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(40)")
+    env = Env.for_spark(spark, f"{schema}_registry", java=path == "java", shared=True)
+    env = dataclasses.replace(env, lease_wait_seconds=1.0)
+    mlog.create_mview_log(env, f"{schema}.m")
+    view = TableName(schema, "v")
+    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
+    leases = env.runtime.leases
+
+    def run() -> refresh.RefreshResult:
+        return refresh.refresh_view(env, view=view, sql=sql, method="force")
+
+    built = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    assert built.refresh_type == "COMPLETE"
+    taken = leases.taken
+    journal = env.runtime.journal(env.registry)
+    runs = len(journal.refreshes)
+    unchanged = run()
+    assert (unchanged.refresh_type, unchanged.noop) == ("FAST", True)
+    assert leases.taken == taken
+    # Journaled once, as the refresh it was (the registry's refresh_runs shows it).
+    assert [(r.refresh_type, r.status) for r in journal.refreshes[runs:]] == [("FAST", "SUCCESS")]
+
+    # Another process holds the view's lease: a refresh with nothing to apply does not
+    # wait for it; one with a change waits, then fails naming the holder, having written
+    # nothing; once the lease is given back, it applies the change.
+    other = Runtime()
+    other.leases = Leases(Me(host="another-machine"))
+    holder = dataclasses.replace(env, runtime=other)
+    try:
+        with holder.holding([f"view:{view}"], purpose="a test holding it"):
+            assert run().noop
+            spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k = 3")
+            with pytest.raises(FastRefreshError, match=r"leased by .*another-machine"):
+                run()
+            assert not matches(spark, view, sql)
+    finally:
+        other.leases.stop()
+    after = run()
+    assert (after.refresh_type, after.noop, after.log_rows) == ("FAST", False, 2)
+    assert leases.taken > taken
+    assert matches(spark, view, sql)
