@@ -31,6 +31,7 @@ WRITES = [
     "DROP TABLE s.t",
     "CALL spark_catalog.system.expire_snapshots('s.t')",
     "/* a comment first */ INSERT INTO s.t VALUES (1)",
+    "WITH s AS (SELECT 1 AS a) INSERT INTO s.t SELECT a FROM s",
     "REFRESH FUNCTION f",
     "selectx",
 ]
