@@ -8,8 +8,8 @@ purge or a view's refresh (read its place, MERGE the delta with its new place) s
 reads and commits, and two of them interleaved would capture a change twice or apply a
 delta twice. So on a shared catalog each such step that writes also holds a **lease** on
 its log or view (a refresh with nothing to apply writes nothing, and takes none:
-``engine/refresh._unchanged``): a row of the registry's ``leases`` table naming the holder (host, process, a token
-of this process) and when the lease expires.
+``engine/refresh._unchanged``): a row of the registry's ``leases`` table naming the
+holder (host, process, a token of this process) and when the lease expires.
 
 - **Taking and giving back** a lease is a compare-and-swap on that table (``LeaseStore``:
   an Iceberg commit validated against every change to those rows since they were read),
