@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import Env
@@ -70,3 +71,49 @@ def test_a_refresh_with_nothing_to_apply_takes_no_lease_and_waits_for_none(
     assert (after.refresh_type, after.noop, after.log_rows) == ("FAST", False, 2)
     assert leases.taken > taken
     assert matches(spark, view, sql)
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_refresh_takes_its_leases_in_one_swap_and_gives_them_back_in_one(
+    spark: Any, path: str
+) -> None:
+    """Each lease taken or given back is a row-level commit to the leases table: a refresh
+    that writes its masters' logs (their creation or its registration on a first build, a
+    capture) takes their leases with the view's, not one by one around each write."""
+    schema = f"one_swap_{path}"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    for name in ("m", "d"):
+        spark.sql(f"CREATE TABLE {schema}.{name} (k BIGINT NOT NULL, x INT) USING iceberg")
+        spark.sql(f"INSERT INTO {schema}.{name} SELECT id, 1 FROM range(20)")
+    env = Env.for_spark(spark, f"{schema}_registry", java=path == "java", shared=True)
+    # This test's own leases, renewed every 20 minutes: no renewal swaps meanwhile.
+    env = dataclasses.replace(env, runtime=Runtime(), lease_seconds=3600.0)
+    view, other = TableName(schema, "v"), TableName(schema, "w")
+    sql = f"SELECT m.k, m.x, d.x AS dx FROM {schema}.m m JOIN {schema}.d d ON m.k = d.k"
+    nodes = [Upstream(relation=TableName(schema, n), node=f"model.p.{n}") for n in ("m", "d")]
+    store = env.leases
+    assert store is not None
+
+    def swaps(action: Any) -> int:
+        before = store.swaps
+        action()
+        return store.swaps - before
+
+    def run(name: TableName, **options: Any) -> None:
+        refresh.refresh_view(env, view=name, sql=sql, method="force", upstream=nodes, **options)
+
+    # A first build creating both masters' logs and registering on them.
+    assert swaps(lambda: run(view, exists=False)) == 2
+    assert {str(m) for m in env.runtime.leases.held()} == set()
+    # A first build on those logs: it registers on them.
+    assert swaps(lambda: run(other, exists=False)) == 2
+    # A refresh capturing both masters' commits.
+    spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 3")
+    spark.sql(f"UPDATE {schema}.d SET x = 3 WHERE k > 15")
+    assert swaps(lambda: run(view)) == 2
+    assert matches(spark, view, sql)
+    # Another view on the logs, now captured: only its own lease.
+    taken = env.runtime.leases.taken
+    assert swaps(lambda: run(other)) == 2
+    assert env.runtime.leases.taken == taken + 1
+    assert matches(spark, other, sql)

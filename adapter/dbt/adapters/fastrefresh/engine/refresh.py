@@ -78,6 +78,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     drop_replaced_log,
     load_log,
     log_differences,
+    log_lock,
     log_mismatch,
     planned_key,
 )
@@ -102,7 +103,13 @@ from dbt.adapters.fastrefresh.protocol.state import (
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.executor import WouldWrite
 from dbt.adapters.fastrefresh.runtime.process import RefreshRecord
-from dbt.adapters.fastrefresh.sqltext import TableName, master_of_log, storage_of, view_of
+from dbt.adapters.fastrefresh.sqltext import (
+    TableName,
+    log_table_for,
+    master_of_log,
+    storage_of,
+    view_of,
+)
 
 logger = AdapterLogger("fastrefresh")
 
@@ -742,7 +749,9 @@ def refresh_view(
     quick = env.shared_catalog and exists and not full_refresh
     if quick and chosen is not RefreshMethod.COMPLETE and (done := _unchanged(env, attempt)):
         return done
-    with env.holding([f"view:{view}"], purpose=f"refresh of {view}"):
+    # The view's lease is taken once its masters are read, with their logs' where the
+    # refresh writes them (``_Refresh._leases``); its process lock from here.
+    with env.runtime.holding([f"view:{view}"]):
         return attempt(env)[0]
 
 
@@ -1017,13 +1026,34 @@ class _Refresh:
     def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
         loaded = load_masters(self.env, self.sql, read=self.read)
         create = not self._shape_never_fast(loaded)
-        masters = [self._with_log(m, loaded, create=create) for m in loaded]
-        self._only_reading(masters)
-        logs = [m.log.log_table for m in masters if m.log is not None]
-        # From its setup to its wrap-up, the logs this refresh works on are not dropped by
-        # this process's other threads (drop_mview_log refuses them).
-        with self.env.runtime.using(str(log) for log in logs):
-            return self._run(masters, logs, full_refresh=full_refresh, exists=exists)
+        with self.env.leasing(self._leases(loaded), purpose=f"refresh of {self.view}"):
+            masters = [self._with_log(m, loaded, create=create) for m in loaded]
+            self._only_reading(masters)
+            logs = [m.log.log_table for m in masters if m.log is not None]
+            # From its setup to its wrap-up, the logs this refresh works on are not dropped
+            # by this process's other threads (drop_mview_log refuses them).
+            with self.env.runtime.using(str(log) for log in logs):
+                return self._run(masters, logs, full_refresh=full_refresh, exists=exists)
+
+    def _leases(self, loaded: list[MasterState]) -> list[str]:
+        """The leases a refresh of the view takes at once (a shared catalog): the view's,
+        and, where a master's log is to be created, has commits to capture, rows to mark
+        or leftovers to clear, or does not list the view yet (its registration), those of
+        every master's log. Each lease taken and given back is a row-level commit to the
+        leases table (about 0.3 s on a server): taken one by one, a refresh that captures
+        made four of them, a first build six; taken together, two. The logs' leases are
+        then held to the refresh's end, not only while it writes them. No two processes
+        wait for each other: a refresh holding the logs' leases takes no other, and one
+        holding only the view's takes one log's at a time (a capture of commits newer
+        than it read)."""
+        view = f"view:{self.view}"
+        writes = (
+            m.log is None or setup_writes(m.log, m.meta) or str(self.view) not in m.log.state.users
+            for m in loaded
+        )
+        if not any(writes):
+            return [view]
+        return [view, *(log_lock(log_table_for(m.name)) for m in loaded)]
 
     def _only_reading(
         self,

@@ -71,16 +71,23 @@ class Env:
         """Hold this process's locks of ``names`` and, on a shared catalog, the leases of
         the logs and views among them, for the block."""
         wanted = list(names)
-        with self.runtime.holding(wanted):
-            store = None if self.read_only else self.leases
-            if store is None:
-                yield
-                return
-            with self.runtime.leases.holding(
-                store, wanted, ttl=self.lease_seconds, wait=self.lease_wait_seconds,
-                purpose=purpose,
-            ):  # fmt: skip
-                yield
+        with self.runtime.holding(wanted), self.leasing(wanted, purpose=purpose):
+            yield
+
+    @contextlib.contextmanager
+    def leasing(self, names: Iterable[str], *, purpose: str = "") -> Iterator[None]:
+        """On a shared catalog, the leases of the logs and views among ``names`` for the
+        block: those this process does not hold yet are taken in one swap, and given back
+        in one (no process lock: the caller takes those it needs)."""
+        store = None if self.read_only else self.leases
+        if store is None:
+            yield
+            return
+        with self.runtime.leases.holding(
+            store, list(names), ttl=self.lease_seconds, wait=self.lease_wait_seconds,
+            purpose=purpose,
+        ):  # fmt: skip
+            yield
 
     def check_leases(self, names: Iterable[str] | None = None) -> None:
         """Before a write on a shared catalog: stop if a lease held for it was lost."""

@@ -8,8 +8,10 @@ purge or a view's refresh (read its place, MERGE the delta with its new place) s
 reads and commits, and two of them interleaved would capture a change twice or apply a
 delta twice. So on a shared catalog each such step that writes also holds a **lease** on
 its log or view (a refresh with nothing to apply writes nothing, and takes none:
-``engine/refresh._unchanged``): a row of the registry's ``leases`` table naming the
-holder (host, process, a token of this process) and when the lease expires.
+``engine/refresh._unchanged``; one that writes its masters' logs takes their leases with
+its view's, in one swap: ``engine/refresh._Refresh._leases``): a row of the registry's
+``leases`` table naming the holder (host, process, a token of this process) and when the
+lease expires.
 
 - **Taking and giving back** a lease is a compare-and-swap on that table (``LeaseStore``:
   an Iceberg commit validated against every change to those rows since they were read),
@@ -77,6 +79,8 @@ class Lease:
 
 class LeaseStore(Protocol):
     """Where leases are kept: read some, and swap them all or none."""
+
+    swaps: int  # swaps that took, each a commit (figures for tests and logs)
 
     def read(self, names: Sequence[str]) -> tuple[Any, dict[str, Lease]]:
         """The leases of ``names`` that exist now, and a version to swap against."""
