@@ -276,3 +276,82 @@ def test_a_renewal_racing_a_give_back_and_take_again_loses_nothing() -> None:
     again.__exit__(None, None, None)
     assert store.rows == {}
     mine.stop()
+
+
+def test_two_threads_taking_one_lease_at_once_take_it_once_and_count_each_other() -> None:
+    """A refresh takes its logs' leases with its view's (``engine/refresh._leases``), under
+    no lock of those logs: two of dbt's threads may take one log's lease at once. The second
+    waits for the first's take and counts itself a holder: the lease is given back when
+    both are done, not when the first is."""
+    entered = threading.Event()
+
+    class Slow(MemoryStore):
+        def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
+            if new:
+                entered.set()
+                time.sleep(0.3)  # the other thread asks for the lease meanwhile
+            return super().swap(version, names, new)
+
+    store, mine = Slow(), Leases(Me("h", 1, "a"))
+    first_done, second_in = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with mine.holding(store, ["view:s.a", "log:s.l"], ttl=60, wait=0, purpose="a"):
+            second_in.wait(5)
+        first_done.set()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    entered.wait(5)
+    with mine.holding(store, ["view:s.b", "log:s.l"], ttl=60, wait=0, purpose="b"):
+        second_in.set()
+        first_done.wait(5)
+        assert first_done.is_set()
+        assert "log:s.l" in store.rows, "still held by this thread"
+        mine.check(["log:s.l"])
+    thread.join()
+    assert store.rows == {}
+    # Taken once for both, given back once: a + l, then b, then a, then b + l.
+    assert store.swaps == 4
+
+
+def test_a_take_that_won_some_rows_and_lost_others_gives_them_back_before_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The SQL path's MERGE swaps row by row: where another process took one of the
+    leases between the read and the MERGE, the others are this process's now. They are
+    given back, so that nobody waits for a lease this process does not know it holds."""
+    monkeypatch.setattr(leases, "process_alive", lambda pid: True)
+    racer = Me("h", 2, "b")
+
+    class RowByRow(MemoryStore):
+        raced = False
+
+        def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
+            expected: dict[str, Lease] = version
+            with self.lock:
+                if not self.raced and new:
+                    self.raced = True  # the racer takes the log between read and swap
+                    self.rows["log:s.l"] = lease(racer, expires=FAR)
+                for n in names:
+                    if self.rows.get(n) == expected.get(n):
+                        self.rows.pop(n, None)
+                        if n in new:
+                            self.rows[n] = new[n]
+                self.swaps += 1
+                return all(self.rows.get(n) == new.get(n) for n in names)
+
+        def read(self, names: Sequence[str]) -> tuple[Any, dict[str, Lease]]:
+            with self.lock:
+                found = {n: self.rows[n] for n in names if n in self.rows}
+            return found, found
+
+    store = RowByRow()
+    with (
+        pytest.raises(FastRefreshError, match="leased by process 2 on h"),
+        Leases(Me("h", 1, "a")).holding(
+            store, ["view:s.v", "log:s.l"], ttl=60, wait=0.2, purpose="p"
+        ),
+    ):
+        pass
+    assert store.rows == {"log:s.l": lease(racer, expires=FAR)}

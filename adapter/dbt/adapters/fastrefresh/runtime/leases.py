@@ -187,6 +187,7 @@ class Leases:
         self.me = me or Me()
         self._guard = threading.RLock()
         self._held: dict[str, _Held] = {}
+        self._taking: dict[str, threading.Event] = {}  # names a thread is taking now
         self._beat: threading.Thread | None = None
         self._stop = threading.Event()
         self.taken_over: list[str] = []  # what was taken over, and why (for the journal)
@@ -205,20 +206,18 @@ class Leases:
         wait: float,
         purpose: str,
     ) -> Iterator[None]:
-        """Hold the leases of ``names`` for the block (re-entrant in this process: the
-        process's own locks already keep its threads apart)."""
+        """Hold the leases of ``names`` for the block (re-entrant in this process: a lease
+        another thread holds is counted, not taken again)."""
         wanted = sorted({n for n in names if n.startswith(LEASED_PREFIXES)})
-        with self._guard:
-            new = [n for n in wanted if n not in self._held]
-            for n in wanted:
-                if n in self._held:
-                    self._held[n].count += 1
+        new = self._count_in(wanted)
         try:
             if new:
                 self._take(store, new, ttl=ttl, wait=wait, purpose=purpose)
         except BaseException:
             self._drop_counts([n for n in wanted if n not in new])
             raise
+        finally:
+            self._taken_or_not(new)
         try:
             yield
         finally:
@@ -256,6 +255,31 @@ class Leases:
 
     # -- taking --------------------------------------------------------------------------
 
+    def _count_in(self, wanted: Sequence[str]) -> list[str]:
+        """Count one holder more of each of ``wanted`` this process holds, and return the
+        others, which this thread then takes. While another thread is taking one of them
+        it waits for that take to end (the lease is then held, or not): two threads
+        taking one lease would each count themselves its only holder."""
+        while True:
+            with self._guard:
+                busy = next((self._taking[n] for n in wanted if n in self._taking), None)
+                if busy is None:
+                    new = [n for n in wanted if n not in self._held]
+                    for n in wanted:
+                        if n in self._held:
+                            self._held[n].count += 1
+                    done = threading.Event()
+                    for n in new:
+                        self._taking[n] = done
+                    return new
+            busy.wait()
+
+    def _taken_or_not(self, new: Sequence[str]) -> None:
+        with self._guard:
+            ended = {id(e): e for e in (self._taking.pop(n, None) for n in new) if e}
+        for event in ended.values():
+            event.set()
+
     def _take(
         self, store: LeaseStore, names: Sequence[str], *, ttl: float, wait: float, purpose: str
     ) -> None:
@@ -280,7 +304,14 @@ class Leases:
                         self.waited += len(names) if said else 0
                     return
                 # Another process committed first (on the SQL path any change to the
-                # table, a renewal too): read again after a short random pause.
+                # table, a renewal too): read again after a short random pause. The SQL
+                # path swaps row by row, so some of them may be ours now: given back
+                # first, so that no other process waits for a lease this one does not
+                # hold while it waits for another.
+                try:
+                    self._swap_mine(store, names, lambda lease: None)
+                except Exception as exc:  # they expire, or this loop takes them again
+                    logger.debug(f"could not give back a part of {', '.join(names)}: {exc}")
                 races += 1
                 if races > MIN_RACES and time.monotonic() >= deadline:
                     raise FastRefreshError(
