@@ -760,8 +760,8 @@ def _unchanged(
 ) -> RefreshResult | None:
     """On a shared catalog, a refresh with nothing to apply, found without the view's
     lease; None: the refresh has something to write (or failed), and runs again under the
-    lease. Taking a lease and giving it back are two row-level commits to the leases table
-    (about 1 s on a server): a refresh that writes nothing needs none, since it reads each
+    lease. Taking a lease and giving it back are two commits to the leases table (about
+    0.5 s through a server): a refresh that writes nothing needs none, since it reads each
     table's committed state, and every step that would write (a capture, a mark, the view's
     MERGE, its state, the Spark view over it) is refused here (``Env.reading_only``)."""
     probe = env.reading_only()
