@@ -2,7 +2,8 @@
 
 Re-measures the budget a refresh spends (issue 21's table): single Spark statements,
 small Iceberg commits, metadata reads, and the same reads and commits through Iceberg's
-Java API as dbt-fastrefresh's Java path makes them (``jvm.JvmTables``). Each operation
+Java API as dbt-fastrefresh's Java path makes them (``jvm.JvmTables``); then a lease taken
+and given back on each path, as on a shared catalog. Each operation
 runs ``--repeats`` times after two untimed warm-ups; the table shows the median and the
 range in milliseconds. Results: ``benchmarks/results/micro/README.md``.
 
@@ -113,6 +114,49 @@ def operations(spark: Any) -> list[tuple[str, str, Callable[[int], Any]]]:
     ]  # fmt: skip
 
 
+def lease_operations(spark: Any) -> list[tuple[str, str, Callable[[int], Any]]]:
+    """A lease taken and given back as a refresh on a shared catalog does it, on each path
+    (``iceberg/leases.py``): repeat i takes a lease of its own, then gives it back."""
+    from dbt.adapters.fastrefresh.iceberg.leases import JavaLeaseStore, SqlLeaseStore
+    from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
+    from dbt.adapters.fastrefresh.runtime.leases import Lease, LeaseStore, Me
+
+    me, x = Me(), SparkExecutor(spark)
+    stores: dict[str, LeaseStore] = {
+        "sql": SqlLeaseStore(x, "micro_leases"),
+        "java": JavaLeaseStore(spark, x, "micro_leases"),
+    }
+
+    def name(path: str, i: int) -> str:
+        return f"view:micro.a_view_named_like_a_dbt_model_{path}_{i + 2}"
+
+    def take(path: str) -> Callable[[int], Any]:
+        def run(i: int) -> None:
+            store, lease = stores[path], name(path, i)
+            now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+            mine = Lease(lease, me.holder, me.host, me.pid, now, now + dt.timedelta(minutes=1), "")
+            version, _ = store.read([lease])
+            assert store.swap(version, [lease], {lease: mine})
+
+        return run
+
+    def give_back(path: str) -> Callable[[int], Any]:
+        def run(i: int) -> None:
+            store, lease = stores[path], name(path, i)
+            version, _ = store.read([lease])
+            assert store.swap(version, [lease], {})
+
+        return run
+
+    return [
+        ("leases", "taken, SQL path (`REFRESH`, read, `MERGE`, read back)", take("sql")),
+        ("leases", "given back, SQL path (read, metadata-only `DELETE`, read back)",
+         give_back("sql")),
+        ("leases", "taken, Java path (read, a Parquet file, validated commit)", take("java")),
+        ("leases", "given back, Java path (read, validated commit)", give_back("java")),
+    ]  # fmt: skip
+
+
 def report(out: Path, results: list[tuple[str, str, list[float]]], minutes: float) -> None:
     lines = [
         "# Bookkeeping micro-benchmark",
@@ -143,7 +187,7 @@ def main() -> None:
         spark = start_session(state)
         spark.sparkContext.setLogLevel("ERROR")
         results = []
-        for group, label, fn in operations(spark):
+        for group, label, fn in operations(spark) + lease_operations(spark):
             values = measure(args.repeats, fn)
             results.append((group, label, values))
             print(f"{group:10} {label:62} {statistics.median(values):8.1f} ms", flush=True)
