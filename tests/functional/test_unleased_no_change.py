@@ -16,6 +16,7 @@ from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.leases import Leases, Me
 from dbt.adapters.fastrefresh.runtime.process import Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -74,12 +75,14 @@ def test_a_refresh_with_nothing_to_apply_takes_no_lease_and_waits_for_none(
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])
-def test_a_refresh_takes_its_leases_in_one_swap_and_gives_them_back_in_one(
-    spark: Any, path: str
+def test_a_refresh_takes_its_logs_leases_with_its_views_and_gives_them_back_before_its_write(
+    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each lease taken or given back is a row-level commit to the leases table: a refresh
-    that writes its masters' logs (their creation or its registration on a first build, a
-    capture) takes their leases with the view's, not one by one around each write."""
+    """Each lease taken or given back is a commit to the leases table: a refresh that
+    writes its masters' logs (their creation, a capture) takes their leases with the
+    view's in one swap, not one by one around each write; it gives them back once it
+    has done so, before the view's write, so another process's capture never waits for
+    that. A registration after a complete refresh takes the logs' leases in one swap."""
     schema = f"one_swap_{path}"
     spark.sql(f"CREATE SCHEMA {schema}")
     for name in ("m", "d"):
@@ -93,6 +96,16 @@ def test_a_refresh_takes_its_leases_in_one_swap_and_gives_them_back_in_one(
     nodes = [Upstream(relation=TableName(schema, n), node=f"model.p.{n}") for n in ("m", "d")]
     store = env.leases
     assert store is not None
+    # What this process holds when a view's write has committed.
+    at_write: list[set[str]] = []
+    point = faults.point
+
+    def noting(name: str) -> None:
+        if name.startswith("apply."):
+            at_write.append(set(env.runtime.leases.held()))
+        point(name)
+
+    monkeypatch.setattr(faults, "point", noting)
 
     def swaps(action: Any) -> int:
         before = store.swaps
@@ -102,18 +115,21 @@ def test_a_refresh_takes_its_leases_in_one_swap_and_gives_them_back_in_one(
     def run(name: TableName, **options: Any) -> None:
         refresh.refresh_view(env, view=name, sql=sql, method="force", upstream=nodes, **options)
 
-    # A first build creating both masters' logs and registering on them.
-    assert swaps(lambda: run(view, exists=False)) == 2
-    assert {str(m) for m in env.runtime.leases.held()} == set()
-    # A first build on those logs: it registers on them.
-    assert swaps(lambda: run(other, exists=False)) == 2
-    # A refresh capturing both masters' commits.
+    # A first build creating both masters' logs: the view's and the logs' leases taken in
+    # one swap, the logs' given back (a swap) before the rebuild; its registration on both
+    # logs, one swap each way; the view's given back. It made ten, one by one.
+    assert swaps(lambda: run(view, exists=False)) == 5
+    assert env.runtime.leases.held() == {}
+    # A first build on those logs: the view's lease, the registration, the view's back.
+    assert swaps(lambda: run(other, exists=False)) == 4
+    # A refresh capturing both masters' commits: three, where it made six.
     spark.sql(f"UPDATE {schema}.m SET x = 2 WHERE k < 3")
     spark.sql(f"UPDATE {schema}.d SET x = 3 WHERE k > 15")
-    assert swaps(lambda: run(view)) == 2
+    assert swaps(lambda: run(view)) == 3
     assert matches(spark, view, sql)
     # Another view on the logs, now captured: only its own lease.
     taken = env.runtime.leases.taken
     assert swaps(lambda: run(other)) == 2
     assert env.runtime.leases.taken == taken + 1
     assert matches(spark, other, sql)
+    assert at_write == [{f"view:{v}"} for v in (view, other, view, other)]

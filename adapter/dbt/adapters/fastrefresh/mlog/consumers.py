@@ -236,11 +236,14 @@ def _setup_of(
 
 def register(env: Env, setups: Sequence[Setup]) -> None:
     """Register the view on each log it is not registered on yet (a complete refresh just
-    built it at ``through``). One property commit per such log; none for the others."""
-    for done in setups:
-        if str(done.mview) in done.state.users:
-            continue
-        with env.holding([log_lock(done.log.log_table)], purpose=f"registration of {done.mview}"):
+    built it at ``through``). One property commit per such log; none for the others. The
+    logs' locks (on a shared catalog, their leases) are taken together: one swap."""
+    todo = [done for done in setups if str(done.mview) not in done.state.users]
+    if not todo:
+        return
+    locks = [log_lock(done.log.log_table) for done in todo]
+    with env.holding(locks, purpose=f"registration of {todo[0].mview}"):
+        for done in todo:
             log = load_log_locked(env, done.log.master, columns=False)
             if log is None or str(done.mview) in log.state.users:
                 continue
