@@ -1060,8 +1060,9 @@ class _Refresh:
         """Hold ``names`` (the view's lease first) for the block, taken in one swap; the
         others are given back at ``_logs_written`` or at the end, the view's at the end."""
         purpose = f"refresh of {self.view}"
-        self.together = self.env.leasing(names, purpose=purpose)
-        self.together.__enter__()
+        together = self.env.leasing(names, purpose=purpose)
+        together.__enter__()
+        self.together = together
         try:
             with self.env.leasing(names[:1], purpose=purpose):  # counted: no swap
                 yield
