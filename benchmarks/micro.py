@@ -118,6 +118,7 @@ def lease_operations(spark: Any) -> list[tuple[str, str, Callable[[int], Any]]]:
     """A lease taken and given back as a refresh on a shared catalog does it, on each path
     (``iceberg/leases.py``): repeat i takes a lease of its own, then gives it back."""
     from dbt.adapters.fastrefresh.iceberg.leases import JavaLeaseStore, SqlLeaseStore
+    from dbt.adapters.fastrefresh.runtime.clock import utcnow
     from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
     from dbt.adapters.fastrefresh.runtime.leases import Lease, LeaseStore, Me
 
@@ -133,7 +134,7 @@ def lease_operations(spark: Any) -> list[tuple[str, str, Callable[[int], Any]]]:
     def take(path: str) -> Callable[[int], Any]:
         def run(i: int) -> None:
             store, lease = stores[path], name(path, i)
-            now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+            now = utcnow()
             mine = Lease(lease, me.holder, me.host, me.pid, now, now + dt.timedelta(minutes=1), "")
             version, _ = store.read([lease])
             assert store.swap(version, [lease], {lease: mine})

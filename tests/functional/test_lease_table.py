@@ -17,6 +17,7 @@ from dbt.adapters.fastrefresh.iceberg.leases import (
 )
 from dbt.adapters.fastrefresh.runtime.executor import SparkExecutor
 from dbt.adapters.fastrefresh.runtime.leases import Lease
+from dbt.adapters.fastrefresh.sqltext import properties
 
 
 def _lease(name: str, holder: str, minutes: int = 1) -> Lease:
@@ -58,8 +59,9 @@ def test_a_lease_given_back_is_deleted_from_metadata_and_spares_one_taken_over(
 def test_a_leases_table_made_without_exact_bounds_gets_them(spark: Any) -> None:
     name = leases_table("lease_bounds")
     spark.sql("CREATE SCHEMA lease_bounds")
-    old = table.PROPERTIES.replace(f", {table.EXACT_BOUNDS}", "")
-    assert table.EXACT_BOUNDS not in old
+    bounds = properties(table.EXACT_BOUNDS)
+    old = table.PROPERTIES.replace(f", {bounds}", "")
+    assert bounds not in old and "metrics" not in old
     spark.sql(
         f"CREATE TABLE {name.sql} ({table.COLUMNS}) USING iceberg PARTITIONED BY (name) "
         f"TBLPROPERTIES ({old})"
@@ -77,9 +79,9 @@ def test_a_leases_table_made_without_exact_bounds_gets_them(spark: Any) -> None:
     assert "ReplaceData" in _plan(spark, statement), "a row-level delete without the bounds"
 
     ensure_table(SparkExecutor(spark), name, missing=True)
-    properties = dict(spark.sql(f"SHOW TBLPROPERTIES {name.sql}").collect())
-    assert properties[table.BOUNDS_KEY] == "full"
-    assert properties["write.metadata.metrics.column.name"] == "full"
+    shown = dict(spark.sql(f"SHOW TBLPROPERTIES {name.sql}").collect())
+    assert shown["write.metadata.metrics.column.holder"] == "full"
+    assert shown["write.metadata.metrics.column.name"] == "full"
     store = SqlLeaseStore(SparkExecutor(spark), "lease_bounds")
     version, found = store.read([view])
     assert found == {view: held}

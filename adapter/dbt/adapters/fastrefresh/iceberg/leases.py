@@ -35,9 +35,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dbt.adapters.fastrefresh.runtime.clock import utcnow
 from dbt.adapters.fastrefresh.runtime.executor import Executor
 from dbt.adapters.fastrefresh.runtime.leases import Lease
-from dbt.adapters.fastrefresh.sqltext import TableName, expire_sql, ident, literal, timestamp
+from dbt.adapters.fastrefresh.sqltext import (
+    TableName,
+    expire_sql,
+    ident,
+    literal,
+    properties,
+    timestamp,
+)
 
 TABLE = "leases"
 COLUMNS = (
@@ -46,15 +54,12 @@ COLUMNS = (
 )
 # A lease's name and holder as its file's exact column bounds (the default keeps 16
 # characters of a string): a release's DELETE then matches whole files from metadata.
-EXACT_BOUNDS = (
-    "'write.metadata.metrics.column.name'='full', 'write.metadata.metrics.column.holder'='full'"
-)
-BOUNDS_KEY = "write.metadata.metrics.column.holder"
+EXACT_BOUNDS = {f"write.metadata.metrics.column.{c}": "full" for c in ("name", "holder")}
 PROPERTIES = (
     "'format-version'='2', 'write.metadata.delete-after-commit.enabled'='true', "
     "'write.metadata.previous-versions-max'='10', 'write.distribution-mode'='none', "
     "'write.merge.isolation-level'='serializable', 'write.delete.isolation-level'='serializable', "
-    + EXACT_BOUNDS
+    + properties(EXACT_BOUNDS)
 )
 EXPIRE_EVERY = 50
 EXPIRE_OLDER_THAN = dt.timedelta(minutes=10)
@@ -87,9 +92,9 @@ def ensure_table(x: Executor, table: TableName, *, missing: bool = False) -> Non
             f"PARTITIONED BY (name) TBLPROPERTIES ({PROPERTIES})"
         )
         # A table made by an earlier version lacks the exact bounds: set once.
-        found = x.query(f"SHOW TBLPROPERTIES {table.sql} ('{BOUNDS_KEY}')")
-        if not found or str(found[0][-1]) != "full":
-            x.execute(f"ALTER TABLE {table.sql} SET TBLPROPERTIES ({EXACT_BOUNDS})")
+        found = {str(k): str(v) for k, v in x.query(f"SHOW TBLPROPERTIES {table.sql}")}
+        if any(found.get(k) != v for k, v in EXACT_BOUNDS.items()):
+            x.execute(f"ALTER TABLE {table.sql} SET TBLPROPERTIES ({properties(EXACT_BOUNDS)})")
         _created.add(key)
 
 
@@ -176,7 +181,7 @@ class SqlLeaseStore:
         return all(_same(now.get(n), new.get(n)) for n in names)
 
     def _expire(self) -> None:
-        older = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - EXPIRE_OLDER_THAN
+        older = utcnow() - EXPIRE_OLDER_THAN
         with contextlib.suppress(Exception):  # housekeeping: the next one may pass
             self.x.execute(expire_sql(self.table, older, KEEP_LAST))
 
@@ -184,7 +189,7 @@ class SqlLeaseStore:
 def _give_back(table: TableName, expected: Mapping[str, Lease | None]) -> str | None:
     """Leases given back: a ``DELETE`` of each row still as read (holder and expiry; a
     lease taken over since has a later expiry, and stays). Each row is a file of its own
-    partition whose name and holder have exact column bounds (``PROPERTIES``), so Iceberg
+    partition whose name and holder have exact column bounds (``EXACT_BOUNDS``), so Iceberg
     deletes the files from metadata alone, a commit of about a tenth of a second where
     the ``MERGE`` rewrote them (0.25-0.8 s through a server); a file written without those
     bounds (by an earlier version) makes it a row-level delete, as slow as the ``MERGE``

@@ -48,6 +48,7 @@ from typing import Any, Protocol
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.runtime.clock import utcnow
 
 logger = AdapterLogger("fastrefresh")
 
@@ -88,7 +89,9 @@ class LeaseStore(Protocol):
 
     def swap(self, version: Any, names: Sequence[str], new: Mapping[str, Lease]) -> bool:
         """Make the leases of ``names`` exactly ``new`` (a name not in ``new``: none), if
-        none of them changed since ``version``; False, changing nothing, when one did."""
+        none of them changed since ``version``; False when one did, changing nothing (the
+        Java path) or only the rows still as read (the SQL path: ``Leases._take`` gives
+        back what such a take won)."""
         ...
 
 
@@ -167,10 +170,6 @@ def free(
     return False, None
 
 
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-
-
 @dataclass
 class _Held:
     lease: Lease
@@ -228,7 +227,7 @@ class Leases:
         be: a renewal found it taken, or the last renewal that passed leaves it less
         than a quarter of its ``ttl`` (two renewals in a row failed or were late, so
         another process may take it over before the write commits)."""
-        now = _utcnow()
+        now = utcnow()
         with self._guard:
             reasons = {
                 n: h.lost or _running_out(h, now)
@@ -288,7 +287,7 @@ class Leases:
         said: set[str] = set()
         while True:
             version, current = store.read(names)
-            now = _utcnow()
+            now = utcnow()
             verdicts = {n: free(current.get(n), self.me, now) for n in names}
             blocking = [current[n] for n, (ok, _) in verdicts.items() if not ok]
             if not blocking:
@@ -432,7 +431,7 @@ class Leases:
                 store, group, ttl = by_store.setdefault(id(h.store), (h.store, [], h.ttl))
                 group.append(n)
         for store, group, ttl in by_store.values():
-            expires = _utcnow() + dt.timedelta(seconds=ttl)
+            expires = utcnow() + dt.timedelta(seconds=ttl)
             try:
                 gone = self._swap_mine(store, group, functools.partial(_replace, expires=expires))
             except Exception as exc:  # keep beating: the next renewal may pass
