@@ -1,4 +1,5 @@
-"""The SQL path's capture reads: pruning predicates from data files' bounds (pure)."""
+"""The SQL path's capture reads: pruning predicates from data files' bounds, and where the
+commits' files are read from (pure)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from dbt.adapters.fastrefresh.iceberg.changes import (
     MAX_PRUNE_FILES,
     Bounds,
     DataFile,
+    entries_at_commits,
     prune_predicate,
 )
+from dbt.adapters.fastrefresh.iceberg.tables import SnapshotInfo
 
 
 def bounds(lo: str | None, hi: str | None, nulls: bool = False) -> Bounds:
@@ -57,4 +60,29 @@ def test_timestamp_bounds_are_microseconds_whatever_the_session_time_zone() -> N
     many = [file(999, 1_000), *(file(10**6 + i, 10**6 + i) for i in range(MAX_PRUNE_FILES))]
     assert prune_predicate(many) == (
         "((`ts` BETWEEN timestamp_micros(999) AND timestamp_micros(1000007)))"
+    )
+
+
+def commit(files: int, deletes: int | None = 0, removed: int = 0) -> SnapshotInfo:
+    summary = {"total-data-files": str(files), "deleted-data-files": str(removed)}
+    if deletes is not None:
+        summary["total-delete-files"] = str(deletes)
+    return SnapshotInfo(1, 0, "overwrite", None, summary)
+
+
+def test_one_commit_is_read_at_its_snapshot_whatever_the_table() -> None:
+    assert entries_at_commits([commit(5_000, 900, 3)], history_size=2)
+    assert entries_at_commits([commit(1, None)], history_size=1), "no count is needed"
+    assert not entries_at_commits([commit(1)], history_size=None), "history not known"
+
+
+def test_several_commits_are_read_at_their_snapshots_while_their_bound_is_the_history() -> None:
+    # Each commit's read is bounded by 1 + its data and delete files + the files it removed.
+    few = [commit(1, 0, 1)] * 3  # 3 a commit
+    assert entries_at_commits(few, history_size=9)
+    assert not entries_at_commits(few, history_size=8)
+    assert not entries_at_commits([commit(40, 20), commit(41, 21)], history_size=100)
+    assert entries_at_commits([commit(40, 20), commit(41, 21)], history_size=124)
+    assert not entries_at_commits([commit(1), commit(1, None)], history_size=1_000), (
+        "a summary without the counts (another writer): all_entries"
     )

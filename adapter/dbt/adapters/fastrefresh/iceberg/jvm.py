@@ -30,6 +30,7 @@ from dbt.adapters.fastrefresh.iceberg.sql import SqlTables
 from dbt.adapters.fastrefresh.iceberg.tables import (
     SUMMARY_STATS,
     CaptureReads,
+    History,
     RowSource,
     SnapshotInfo,
     TableMeta,
@@ -457,7 +458,9 @@ class JvmTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
+        *,
         absent: Mapping[int, mt.AtSnapshot] | None = None,
+        history: History | None = None,
     ) -> Iterator[CaptureReads]:
         staged = _Staging(self, master, columns, key_columns, absent or {})
         try:

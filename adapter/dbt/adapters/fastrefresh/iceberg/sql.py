@@ -3,7 +3,7 @@
 Tables are described with ``SHOW TBLPROPERTIES`` and ``DESCRIBE``, their history read from
 the ``.snapshots`` metadata table, the protocol's state set as a table property after each
 commit (``ALTER TABLE ... SET TBLPROPERTIES``), and capture's reads planned from the
-``.all_entries`` metadata table (``changes.py``).
+``.entries`` metadata table at each commit, or ``.all_entries`` (``changes.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,12 @@ class _SqlHistory:
         if self._all is None:
             self._all = _sql_snapshots(self.x, self.name, self.keys)
         return self._all.get(snapshot_id)
+
+    @property
+    def size(self) -> int | None:
+        """The snapshots in the table's metadata, where they have been read (None: not
+        yet; no statement for it)."""
+        return None if self._all is None else len(self._all)
 
 
 def _sql_snapshots(x: Executor, name: TableName, keys: Sequence[str]) -> dict[int, SnapshotInfo]:
@@ -421,9 +427,14 @@ class SqlTables:
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
+        *,
         absent: Mapping[int, mt.AtSnapshot] | None = None,
+        history: History | None = None,
     ) -> Iterator[CaptureReads]:
-        yield sql_commit_reads(self.x, master, columns, key_columns, snapshots, absent=absent)
+        size = history.size if isinstance(history, _SqlHistory) else None
+        yield sql_commit_reads(
+            self.x, master, columns, key_columns, snapshots, absent=absent, history_size=size
+        )
 
     def delete_through(
         self, name: TableName, column: str, value: int, summary: Mapping[str, str]

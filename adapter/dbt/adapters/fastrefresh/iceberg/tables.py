@@ -3,7 +3,7 @@
 Two ways to the same facts, behind one protocol (``Tables``):
 
 - ``SqlTables`` (``sql.py``): Spark SQL only (``SHOW TBLPROPERTIES``, ``DESCRIBE``, the ``.snapshots``
-  and ``.all_entries`` metadata tables, ``ALTER TABLE ... SET TBLPROPERTIES``). Works over
+  and ``.entries`` metadata tables, ``ALTER TABLE ... SET TBLPROPERTIES``). Works over
   every dbt-spark connection method: session, thrift, http, odbc.
 - ``JvmTables`` (``iceberg/jvm.py``): Iceberg's Java API through py4j, when Spark runs in this
   process. A table load and its current snapshot cost milliseconds instead of a Spark
@@ -395,11 +395,14 @@ class Tables(Protocol):
         columns: Sequence[mt.Column],
         key_columns: Sequence[str],
         snapshots: Sequence[SnapshotInfo],
+        *,
         absent: Mapping[int, mt.AtSnapshot] | None = None,
+        history: History | None = None,
     ) -> contextlib.AbstractContextManager[CaptureReads]:
         """How to read what each commit touched (valid inside the block). ``absent``: how
         a snapshot committed under an older schema reads the columns
-        (``LogConfig.absent_at``)."""
+        (``LogConfig.absent_at``). ``history``: the master's, as the capture walked it
+        (the SQL path chooses its metadata reads by its length)."""
         ...
 
     def delete_through(

@@ -29,6 +29,7 @@ from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.iceberg.tables import (
+    History,
     SnapshotInfo,
     TableMeta,
     chain_after,
@@ -176,11 +177,10 @@ def capture_locked(
     state = log.state
     current = master.current_snapshot
     name = log.master
-    unchanged = CaptureResult(name, log.log_table, current, current, 0, 0, 0.0)
     if current == state.captured_through:
-        return unchanged, log
+        return CaptureResult(name, log.log_table, current, current, 0, 0, 0.0), log
     now = env.clock()
-    chain = chain_after(env.tables.history(name), current, state.captured_through)
+    chain = chain_after(history := env.tables.history(name), current, state.captured_through)
     if chain.gap and read_before:
         fresh = require_iceberg(env.tables.load(name, fresh=True), name)
         return capture_locked(env, log, fresh, stamp=stamp)
@@ -198,7 +198,10 @@ def capture_locked(
     ]
     for number, batch in enumerate(batches or [[]], start=1):
         through = current if number == len(batches) or not batches else batch[-1].snapshot_id
-        log = _append(env, log, master, columns, batch=batch, through=through, now=now, stamp=stamp)
+        log = _append(
+            env, log, master, columns,
+            batch=batch, through=through, now=now, stamp=stamp, history=history,
+        )  # fmt: skip
     rows = log.state.last_sequence - first_sequence
     seconds = time.monotonic() - started
     if rows:
@@ -271,14 +274,17 @@ def _append(
     through: int | None,
     now: dt.datetime,
     stamp: dt.datetime | None,
+    history: History,
 ) -> LoadedLog:
     """Append the log rows of ``batch`` with the state that says the master is captured
-    ``through`` that snapshot; returns the log as the append left it."""
+    ``through`` that snapshot (``history``: the master's, as walked); returns the log as
+    the append left it."""
     state = log.state
     moved = state.replace(captured_through=through, captured_at=now)
     with env.tables.capture_reads(
-        master.name, columns, log.config.key_columns, batch, log.config.absent_at()
-    ) as reads:
+        master.name, columns, log.config.key_columns, batch,
+        absent=log.config.absent_at(), history=history,
+    ) as reads:  # fmt: skip
         if not reads.commits:
             # Only compactions or DML that matched nothing: no row to log, but the
             # position moves (the snapshots passed may be expired later).
