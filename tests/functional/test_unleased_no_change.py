@@ -134,3 +134,33 @@ def test_a_refresh_takes_its_logs_leases_with_its_views_and_gives_them_back_befo
     assert env.runtime.leases.taken == taken + 1
     assert matches(spark, other, sql)
     assert at_write == [{f"view:{v}"} for v in (view, other, view, other)]
+
+
+def test_a_refresh_with_something_to_write_reads_its_masters_as_the_probe_left_them(
+    spark: Any,
+) -> None:
+    """The lease-free probe of a refresh that will write (here, it has a commit to
+    capture) has read the view's masters and their logs when it stops; the refresh under
+    the lease starts from that read (about five statements a master through a server),
+    and only the setup reads them again, under the logs' leases. SQL path, where each
+    read is statements."""
+    schema = "probe_read_once"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(40)")
+    env = Env.for_spark(spark, f"{schema}_registry", java=False, shared=True)
+    mlog.create_mview_log(env, f"{schema}.m")
+    view = TableName(schema, "v")
+    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k = 3")
+    statements = env.sql.statements  # type: ignore[attr-defined]
+    before = len(statements)
+    result = refresh.refresh_view(env, view=view, sql=sql, method="force")
+    assert (result.refresh_type, result.log_rows) == ("FAST", 2)
+    ran = statements[before:]
+    # Once by the probe, once by the setup under the log's lease (three before).
+    assert ran.count(f"DESCRIBE TABLE EXTENDED `{schema}`.`m`") == 2, ran
+    assert ran.count(f"REFRESH TABLE `{schema}`.`m`") == 2, ran
+    assert matches(spark, view, sql)

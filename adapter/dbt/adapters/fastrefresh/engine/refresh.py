@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import re
 import time
@@ -736,46 +737,54 @@ def refresh_view(
     """
     chosen = RefreshMethod.parse(method, where=f"Model {view}")
 
-    def attempt(env: Env) -> tuple[RefreshResult, _Refresh]:
+    def prepared(env: Env, probe: _Refresh | None = None) -> _Refresh:
         read: dict[TableName, TableMeta] = {}
-        refresh = _Refresh(env, view, resolve_views(env, sql, read), chosen, table or TableSpec())
-        refresh.read = read
-        refresh.on_schema_change = on_schema_change
-        refresh.upstream = tuple(upstream)
-        refresh.docs = docs
-        refresh.replace_table = replace_table
-        refresh.model = model
-        return refresh.run(full_refresh=full_refresh, exists=exists), refresh
+        resolved = probe.sql if probe else resolve_views(env, sql, read)
+        refresh = _Refresh(env, view, resolved, chosen, table or TableSpec())
+        # From the lease-free probe's reads, if it ran (the setup reads its masters again).
+        refresh.read, refresh.loaded = (probe.read, probe.loaded) if probe else (read, None)
+        refresh.on_schema_change, refresh.upstream = on_schema_change, tuple(upstream)
+        refresh.docs, refresh.replace_table, refresh.model = docs, replace_table, model
+        return refresh
 
-    quick = env.shared_catalog and exists and not full_refresh
-    if quick and chosen is not RefreshMethod.COMPLETE and (done := _unchanged(env, attempt)):
-        return done
+    run = functools.partial(_Refresh.run, full_refresh=full_refresh, exists=exists)
+    probe: _Refresh | None = None
+    if env.shared_catalog and exists and not full_refresh and chosen is not RefreshMethod.COMPLETE:
+        done, probe = _unchanged(env, prepared, run)
+        if done is not None:
+            return done
     # The view's lease is taken once its masters are read, with their logs' where the
     # refresh writes them (``_Refresh._leases``); its process lock from here.
     with env.runtime.holding([f"view:{view}"]):
-        return attempt(env)[0]
+        return run(prepared(env, probe))
 
 
 def _unchanged(
-    env: Env, attempt: Callable[[Env], tuple[RefreshResult, _Refresh]]
-) -> RefreshResult | None:
+    env: Env,
+    prepared: Callable[[Env], _Refresh],
+    run: Callable[[_Refresh], RefreshResult],
+) -> tuple[RefreshResult | None, _Refresh | None]:
     """On a shared catalog, a refresh with nothing to apply, found without the view's
     lease; None: the refresh has something to write (or failed), and runs again under the
-    lease. Taking a lease and giving it back are two commits to the leases table (about
-    0.5 s through a server): a refresh that writes nothing needs none, since it reads each
-    table's committed state, and every step that would write (a capture, a mark, the view's
-    MERGE, its state, the Spark view over it) is refused here (``Env.reading_only``)."""
+    lease, from the probe's read of its masters (returned too: about five statements a
+    master through a server). Taking a lease and giving it back are two commits to the
+    leases table (about 0.5 s through a server): a refresh that writes nothing needs none,
+    since it reads each table's committed state, and every step that would write (a
+    capture, a mark, the view's MERGE, its state, the Spark view over it) is refused here
+    (``Env.reading_only``)."""
     probe = env.reading_only()
+    refresh = None
     try:
-        result, refresh = attempt(probe)
+        refresh = prepared(probe)
+        result = run(refresh)
     except Exception as exc:
         logger.debug(f"under the lease: {exc if isinstance(exc, WouldWrite) else repr(exc)}")
-        return None
+        return None, refresh
     if probe.refused or not result.noop:
-        return None
+        return None, refresh
     refresh.env = env
     refresh.journal_held()
-    return result
+    return result, None
 
 
 class _Refresh:
@@ -808,6 +817,9 @@ class _Refresh:
         self.failed_because: Reason | None = None
         # Masters ``resolve_views`` read fresh (``load_masters``).
         self.read: dict[TableName, TableMeta] = {}
+        # The masters with their logs, as first read (``_masters_and_run``); set before
+        # it: read by the lease-free probe (``_unchanged``).
+        self.loaded: list[MasterState] | None = None
         # What it journaled while it could only read (``_journal``, ``_unchanged``).
         self.held: list[tuple[Any, ...]] = []
         # The session's time zone, read for a view whose query reads it (``ivm/zones.py``).
@@ -1027,7 +1039,9 @@ class _Refresh:
         return None
 
     def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
-        loaded = load_masters(self.env, self.sql, read=self.read)
+        if self.loaded is None:
+            self.loaded = load_masters(self.env, self.sql, read=self.read)
+        loaded = self.loaded
         create = not self._shape_never_fast(loaded)
         with self._leased(self._leases(loaded)):
             masters = [self._with_log(m, loaded, create=create) for m in loaded]
