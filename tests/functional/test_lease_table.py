@@ -114,3 +114,39 @@ def test_a_lease_the_java_path_took_is_given_back_from_metadata_on_the_sql_path(
     assert _plan(spark, statement).startswith("== Physical Plan ==\nDeleteFromTable")
     assert sql.swap(version, [view], {})
     assert java.read([view])[1] == {}
+
+
+def test_a_lease_given_back_without_a_read_first_is_deleted_as_last_written(
+    spark: Any,
+) -> None:
+    """``SqlLeaseStore.give_back``: the ``DELETE`` of the leases as this process last wrote
+    them, and a read after it, no read before (two statements fewer through a server).
+    Another session's commits since this session last read the table do not hide a lease
+    from it, nor make it delete one it does not hold: a lease renewed meanwhile on another
+    of this process's connections (a newer expiry) stays, and the answer says so."""
+    view, log = "view:lease_blind.v", "log:lease_blind.mlog__m"
+    holder = "a-host:1:space.token"
+    mine = SqlLeaseStore(SparkExecutor(spark), "lease_blind")
+    other = SqlLeaseStore(SparkExecutor(spark.newSession()), "lease_blind")
+    version, _ = mine.read([view, log])
+    taken = {view: _lease(view, holder), log: _lease(log, holder)}
+    assert mine.swap(version, [view, log], taken)
+    # The heartbeat's connection renews the log's lease: this session has not read that.
+    their_version, found = other.read([log])
+    renewed = _lease(log, holder, minutes=5)
+    assert found == {log: taken[log]} and other.swap(their_version, [log], {log: renewed})
+    x = mine.x
+    assert isinstance(x, SparkExecutor)
+    before = len(x.statements)
+    assert not mine.give_back(taken), "the renewed lease is still this holder's"
+    ran = x.statements[before:]
+    assert [s.split()[0] for s in ran] == ["DELETE", "SELECT"], ran
+    assert mine.read([view, log])[1] == {log: renewed}
+    assert mine.give_back({log: renewed})
+    assert other.read([view, log])[1] == {}
+    # A lease taken over by another holder is not given back, and is not this holder's.
+    version, _ = other.read([view])
+    theirs = _lease(view, "another:2:space.x")
+    assert other.swap(version, [view], {view: theirs})
+    assert mine.give_back({view: taken[view]})
+    assert mine.read([view])[1] == {view: theirs}

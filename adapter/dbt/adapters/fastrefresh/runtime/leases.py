@@ -94,6 +94,13 @@ class LeaseStore(Protocol):
         back what such a take won)."""
         ...
 
+    def give_back(self, leases: Mapping[str, Lease]) -> bool:
+        """Give back ``leases`` as this process last wrote them, without reading first:
+        True when none of them is this holder's any more (given back, or taken over
+        since); False when that is not known (one changed since, a renewal in between,
+        or this store reads first anyway): the caller reads and swaps."""
+        ...
+
 
 def _this_space() -> str:
     """Which process-id space this process lives in: the machine's boot and its pid
@@ -379,7 +386,8 @@ class Leases:
                 by_store.setdefault(id(h.store), (h.store, []))[1].append(n)
         for store, group in by_store.values():
             try:
-                self._swap_mine(store, group, lambda lease: None)
+                if not store.give_back({n: held[n].lease for n in group}):
+                    self._swap_mine(store, group, lambda lease: None)
             except Exception as exc:  # the lease then expires by itself
                 logger.warning(
                     f"could not give back the lease(s) {', '.join(group)}: {exc}; they "
