@@ -160,6 +160,7 @@ LONGEST_FIRST = {
     "tests/functional/test_oracle.py::test_every_change_kind_reaches_every_view[java-1]": 41,
     "tests/functional/test_fault_matrix.py::test_every_fault_point_recovers[sql-commit_scn-join]": 39,
     "tests/functional/test_crash_safety.py::test_a_refresh_killed_at_a_write_recovers[capture-capture.after_log_append-java]": 36,
+    "tests/functional/test_commit_files.py::test_a_capture_reads_at_each_commit_where_that_reads_less": 31,
     "tests/functional/test_master_site_seeds.py::test_seed_001_three_views_oldest_youngest_and_purge[java]": 32,
     "tests/functional/test_embedded_session.py::test_a_second_process_loads_the_classes_the_first_archived": 31,
     "tests/functional/test_query_shape_edges.py::test_filtered_outer_join_sides_and_group_by_all_equal_their_queries": 29,
