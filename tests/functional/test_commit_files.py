@@ -78,14 +78,14 @@ def test_both_reads_name_the_same_files_for_every_kind_of_commit(spark: Any, ver
     chain = chain_after(history, int(current[-1][0]), None).snapshots
     # Format v3's deletion vectors leave the delete files' compaction nothing to commit.
     assert [s.operation for s in chain].count("replace") == (2 if version == 2 else 1)
-    columns = env.tables.load(m)
-    assert columns is not None
+    meta = env.tables.load(m)
+    assert meta is not None
     kinds: set[str] = set()
     for length in (1, 2, 5, len(chain)):
         for start in range(len(chain) - length + 1):
             window = chain[start : start + length]
             read = {
-                at: changes.read_changes(tables.x, m, columns.columns, ["k"], window, at_commits=at)
+                at: changes.read_changes(tables.x, m, meta.columns, ["k"], window, at_commits=at)
                 for at in (True, False)
             }
             assert normalized(read[True]) == normalized(read[False]), window
