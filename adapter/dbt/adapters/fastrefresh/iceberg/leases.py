@@ -162,23 +162,8 @@ class SqlLeaseStore:
                 return True
         else:
             statement = _merge(self.table, names, expected, new)
-        # Under serializable isolation any commit to the table fails a MERGE planned before
-        # it, whatever lease it names: this process's threads (a renewal, another
-        # thread's refresh) would fail each other's. Their reads and MERGEs take turns;
-        # another process's can still come first.
-        with self._turn():
-            try:
-                self.x.execute(statement)
-            except Exception as exc:  # another change came first: read again
-                if lost_to_a_racer(exc):
-                    return False
-                raise
-            self.swaps += 1
-            if self.swaps % EXPIRE_EVERY == 0:
-                self._expire()
-            # This session's own commit: no refresh needed to see it.
-            now = self._rows(names)
-        return all(_same(now.get(n), new.get(n)) for n in names)
+        now = self._commit(statement, names)
+        return now is not None and all(_same(now.get(n), new.get(n)) for n in names)
 
     def give_back(self, leases: Mapping[str, Lease]) -> bool:
         """The ``DELETE`` of ``_give_back`` without the read before it (a ``REFRESH
@@ -190,18 +175,30 @@ class SqlLeaseStore:
         statement = _give_back(self.table, leases)
         if statement is None:
             return True
+        now = self._commit(statement, list(leases))
+        return now is not None and all(
+            now[n].holder != lease.holder for n, lease in leases.items() if n in now
+        )
+
+    def _commit(self, statement: str, names: Sequence[str]) -> dict[str, Lease] | None:
+        """Run a swap's ``statement`` and read the leases of ``names`` after it (None:
+        another change came first, and Iceberg's validation failed it). Under
+        serializable isolation any commit to the table fails a MERGE planned before it,
+        whatever lease it names: this process's threads (a renewal, another thread's
+        refresh) would fail each other's. Their reads and commits take turns; another
+        process's can still come first."""
         with self._turn():
             try:
                 self.x.execute(statement)
-            except Exception as exc:
+            except Exception as exc:  # another change came first: read again
                 if lost_to_a_racer(exc):
-                    return False
+                    return None
                 raise
             self.swaps += 1
             if self.swaps % EXPIRE_EVERY == 0:
                 self._expire()
-            now = self._rows(list(leases))
-        return all(now[n].holder != lease.holder for n, lease in leases.items() if n in now)
+            # This session's own commit: no refresh needed to see it.
+            return self._rows(names)
 
     def _expire(self) -> None:
         older = utcnow() - EXPIRE_OLDER_THAN
