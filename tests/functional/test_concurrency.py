@@ -17,9 +17,16 @@ from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.mlog.consumers import read_view_state
+from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import TableName
-from tests.functional.sites import env_for, keyed_master_with_log, matches, refresh_and_check
+from tests.functional.sites import (
+    SHARED,
+    env_for,
+    keyed_master_with_log,
+    matches,
+    refresh_and_check,
+)
 
 VIEWS = [f"v{i}" for i in range(6)]
 ROUNDS = 2
@@ -93,37 +100,51 @@ def test_parallel_refreshes_on_one_log_lose_nothing(spark: Any, path: str) -> No
     assert spark.sql(f"SELECT count(*) FROM {schema}.mlog__m").collect()[0][0] == 0
 
 
-@pytest.mark.parametrize("path", ["java", "sql"])
+@pytest.mark.parametrize(
+    ("path", "shared"), sorted({("java", SHARED), ("sql", SHARED), ("sql", True)})
+)
 def test_a_capture_between_a_refreshs_read_of_its_master_and_its_setup_loses_no_history(
-    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
+    spark: Any, path: str, shared: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another thread's refresh captures a newer commit of the master after this refresh
     read the master and before it took the log's lock (dbt --threads, a source written
-    meanwhile). The log is then past the master as read: the setup reads the master again
+    meanwhile; on a shared catalog, another process before this one took the log's
+    lease). The log is then past the master as read: the setup reads the master again
     instead of taking the log's position for a rolled-back table (which started a new
-    epoch, and every view on the log rebuilt)."""
-    s = f"conc_race_{path}"
+    epoch, and every view on the log rebuilt). On a shared catalog the refresh holds the
+    log's lease by its setup (its first read found a commit to capture), which reads the
+    master again only then: once, where it read it under every lease before."""
+    s = f"conc_race_{path}" + ("_shared" if shared and not SHARED else "")
     env = keyed_master_with_log(spark, s, rows=10, groups=3, path=path)
+    if shared:
+        env = Env.for_spark(spark, f"{s}_registry", java=path == "java", shared=True)
     master = TableName(s, "m")
     sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m GROUP BY g"
     v1, v2 = TableName(s, "v1"), TableName(s, "v2")
     refresh_and_check(spark, env, v1, sql, exists=False, expect="COMPLETE")
     refresh_and_check(spark, env, v2, sql, exists=False, expect="COMPLETE")
     spark.sql(f"INSERT INTO {s}.m VALUES (100, 1, 1)")  # not captured yet
-    original, interleaved = refresh.load_masters, list[bool]()
+    original, interleaved = refresh.load_masters, list[tuple[int, int]]()
+    statements = env.sql.statements  # type: ignore[attr-defined]
 
     def read_then_another_thread(*args: Any, **kwargs: Any) -> Any:
         loaded = original(*args, **kwargs)  # this refresh has read the master
         if not interleaved:
-            interleaved.append(True)
+            start = len(statements)
             spark.sql(f"INSERT INTO {s}.m VALUES (101, 2, 1)")
             capture.capture(env, master)  # as another thread's setup would
+            interleaved.append((start, len(statements)))
         return loaded
 
     monkeypatch.setattr(refresh, "load_masters", read_then_another_thread)
+    before = len(statements)
     result = refresh.refresh_view(env, view=v2, sql=sql, method="fast", exists=True)
     monkeypatch.setattr(refresh, "load_masters", original)
     assert interleaved and result.refresh_type == "FAST", result.reason
+    if path == "sql" and shared:  # the probe's read, then the setup's, after the gap
+        ((start, end),) = interleaved
+        own = statements[before:start] + statements[end:]
+        assert own.count(f"DESCRIBE TABLE EXTENDED `{s}`.`m`") == 2, own
     assert matches(spark, v2, sql)
     log = mlog.load_log(env, master, columns=False)
     assert log is not None

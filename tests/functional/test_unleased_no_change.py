@@ -142,7 +142,7 @@ def test_a_refresh_with_something_to_write_reads_its_masters_as_the_probe_left_t
     """The lease-free probe of a refresh that will write (here, it has a commit to
     capture) has read the view's masters and their logs when it stops; the refresh under
     the lease starts from that read (about five statements a master through a server),
-    and only the setup reads them again, under the logs' leases. SQL path, where each
+    and the setup reads only the log again, once, under its lease. SQL path, where each
     read is statements."""
     schema = "probe_read_once"
     spark.sql(f"CREATE SCHEMA {schema}")
@@ -160,7 +160,66 @@ def test_a_refresh_with_something_to_write_reads_its_masters_as_the_probe_left_t
     result = refresh.refresh_view(env, view=view, sql=sql, method="force")
     assert (result.refresh_type, result.log_rows) == ("FAST", 2)
     ran = statements[before:]
-    # Once by the probe, once by the setup under the log's lease (three before).
-    assert ran.count(f"DESCRIBE TABLE EXTENDED `{schema}`.`m`") == 2, ran
-    assert ran.count(f"REFRESH TABLE `{schema}`.`m`") == 2, ran
+    # The master once, by the probe (three times before: the refresh's second read, and
+    # the setup's under the log's lease). The setup holds the log's lease (taken with the
+    # view's), so it reads the log once, under the lock, which decides; no process
+    # captured meanwhile, so it captures from the master as the probe read it.
+    assert ran.count(f"DESCRIBE TABLE EXTENDED `{schema}`.`m`") == 1, ran
+    assert ran.count(f"REFRESH TABLE `{schema}`.`m`") == 1, ran
+    assert ran.count(f"REFRESH TABLE `{schema}`.`mlog__m`") == 2, ran  # three before
+    assert matches(spark, view, sql)
+
+
+def test_a_refresh_with_nothing_to_capture_reads_its_log_again_only_behind_its_view(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh reads its log with its master, then its view's state. The log as read
+    serves that state, and is not read again, unless another process captured and
+    refreshed the view between the two reads: then the view is past the log as read, and
+    taken for ahead of it the view would rebuild (the log looks rolled back). SQL path,
+    a shared catalog: the log's second read is two statements there."""
+    schema = "log_read_once"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(40)")
+    env = Env.for_spark(spark, f"{schema}_registry", java=False, shared=True)
+    mlog.create_mview_log(env, f"{schema}.m")
+    view = TableName(schema, "v")
+    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    statements = env.sql.statements  # type: ignore[attr-defined]
+    log_reads = f"REFRESH TABLE `{schema}`.`mlog__m`"
+    before = len(statements)
+    unchanged = refresh.refresh_view(env, view=view, sql=sql, method="force")
+    assert unchanged.noop and statements[before:].count(log_reads) == 1, statements[before:]
+
+    # Between the refresh's read of its log and of its view, another process captures a
+    # commit and refreshes the view (here, this process, whose refresh the test holds).
+    original, interleaved = refresh.load_masters, list[tuple[int, int]]()
+
+    def read_then_another_process(*args: Any, **kwargs: Any) -> Any:
+        loaded = original(*args, **kwargs)
+        if not interleaved:
+            start = len(statements)
+            spark.sql(f"UPDATE {schema}.m SET x = 7 WHERE k = 4")
+            monkeypatch.setattr(refresh, "load_masters", original)
+            refresh.refresh_view(env, view=view, sql=sql, method="force")
+            interleaved.append((start, len(statements)))
+        return loaded
+
+    monkeypatch.setattr(refresh, "load_masters", read_then_another_process)
+    before = len(statements)
+    raced = refresh.refresh_view(env, view=view, sql=sql, method="force")
+    assert interleaved
+    ((start, end),) = interleaved
+    own = statements[before:start] + statements[end:]
+    # Past the log as first read, the view is not taken for ahead of its log (a rebuild,
+    # the log looking rolled back): the log is read again after the view's state, and
+    # the refresh finds nothing to apply.
+    assert (raced.refresh_type, raced.noop, raced.reason) == ("FAST", True, None)
+    view_read = max(
+        i for i, x in enumerate(own) if x == f"SHOW TBLPROPERTIES `{schema}`.`v__fr_data`"
+    )
+    assert log_reads in own[view_read:], own
     assert matches(spark, view, sql)

@@ -826,6 +826,8 @@ class _Refresh:
         self.time_zone: str | None = None
         # The leases taken with the view's, until given back (``_leased``).
         self.together: contextlib.AbstractContextManager[None] | None = None
+        # The logs' leases ``together`` holds (a shared catalog; not while only reading).
+        self.leased_logs: set[str] = set()
 
     def _with_log(
         self, master: MasterState, loaded: list[MasterState], *, create: bool = True
@@ -1077,6 +1079,8 @@ class _Refresh:
         together = self.env.leasing(names, purpose=purpose)
         together.__enter__()
         self.together = together
+        if self.env.shared_catalog and not self.env.read_only:
+            self.leased_logs = set(names[1:])
         try:
             with self.env.leasing(names[:1], purpose=purpose):  # counted: no swap
                 yield
@@ -1088,6 +1092,7 @@ class _Refresh:
         writes its logs no more, but for a registration after a complete refresh and a
         synchronous purge, which take theirs again."""
         together, self.together = self.together, None
+        self.leased_logs = set()
         if together is not None:
             together.__exit__(None, None, None)
 
@@ -1403,8 +1408,9 @@ class _Refresh:
             if m.log is not None and log_mismatch(m.log, m.meta) is None:
                 position = positions.get(str(m.log.log_table))
                 self.setups[m.name] = setup(
-                    self.env, m.meta, self.view, position, last_refresh, log=m.log
-                )
+                    self.env, m.meta, self.view, position, last_refresh, log=m.log,
+                    leased=log_lock(m.log.log_table) in self.leased_logs,
+                )  # fmt: skip
         self._logs_written()
         if self.env.read_only and any(s.pending or s.problem for s in self.setups.values()):
             raise WouldWrite("log rows to apply")
