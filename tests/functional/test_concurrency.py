@@ -112,8 +112,8 @@ def test_a_capture_between_a_refreshs_read_of_its_master_and_its_setup_loses_no_
     lease). The log is then past the master as read: the setup reads the master again
     instead of taking the log's position for a rolled-back table (which started a new
     epoch, and every view on the log rebuilt). On a shared catalog the refresh holds the
-    log's lease by its setup (its first read found a commit to capture), which reads the
-    master again only then: once, where it read it under every lease before."""
+    log's lease in its setup (its first read found a commit to capture) and reads the
+    master again only where capture finds the log past it, as here."""
     s = f"conc_race_{path}" + ("_shared" if shared and not SHARED else "")
     env = keyed_master_with_log(spark, s, rows=10, groups=3, path=path)
     if shared:
