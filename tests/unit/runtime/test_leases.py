@@ -238,6 +238,25 @@ def test_the_heartbeat_renews_while_held() -> None:
     mine.stop()
 
 
+def test_the_heartbeat_renews_a_lease_once_a_third_of_its_ttl_has_passed() -> None:
+    """Not at every tick whatever its age: a lease taken just before another's renewal
+    is left alone (a renewal is a commit; one between a take and its give-back makes the
+    give-back read and swap), and renewed a third of its ttl after its take."""
+    store = MemoryStore()
+    mine = Leases(Me("h", 1, "a"))
+    with mine.holding(store, ["log:s.a"], ttl=6.0, wait=0, purpose="p"):
+        a = store.rows["log:s.a"].expires
+        time.sleep(1.6)
+        with mine.holding(store, ["log:s.b"], ttl=6.0, wait=0, purpose="p"):
+            b = store.rows["log:s.b"].expires
+            time.sleep(1.0)  # a's renewal was due at 2 s
+            assert store.rows["log:s.a"].expires > a, "renewed a third of its ttl after"
+            assert store.rows["log:s.b"].expires == b, "taken 1 s before: not renewed"
+            time.sleep(1.4)  # b's was due at 3.6 s
+            assert store.rows["log:s.b"].expires > b
+    mine.stop()
+
+
 def test_a_swap_lost_to_a_racer_is_retried_against_what_it_wrote() -> None:
     class Racy(MemoryStore):
         raced = False

@@ -16,9 +16,12 @@ lease expires.
 - **Taking and giving back** a lease is a compare-and-swap on that table (``LeaseStore``:
   an Iceberg commit validated against every change to those rows since they were read),
   so two processes can never both think they hold it.
-- **Expiry**: the holder renews its leases every third of ``ttl`` from a background thread;
-  a process that dies stops renewing, and its leases can be taken over once expired. On
-  the holder's own machine a lease whose process is gone is taken over at once.
+- **Expiry**: the holder renews each lease once a third of ``ttl`` has passed since it
+  was taken or last renewed, from a background thread (those past a sixth go with it, in
+  one swap; a failed renewal is tried again every twelfth); a lease given back sooner is
+  never renewed. A process that dies stops renewing, and its leases can be taken over
+  once expired. On the holder's own machine a lease whose process is gone is taken over
+  at once.
 - **Waiting**: a process that finds a lease held waits for it (``wait`` seconds at most),
   then fails naming the holder and the fix.
 - **Lost**: a holder whose renewal finds its lease taken over (it stalled longer than
@@ -40,7 +43,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,9 +56,14 @@ from dbt.adapters.fastrefresh.runtime.clock import utcnow
 logger = AdapterLogger("fastrefresh")
 
 LEASED_PREFIXES = ("log:", "view:")  # the process locks that are leases too
-# A holder writes only while its lease has this much of its ttl left (renewals run every
-# third of it, so one late renewal does not stop a refresh; two do).
+# A holder writes only while its lease has this much of its ttl left (each lease is
+# renewed when a third of it has passed, so one late renewal does not stop a refresh; two
+# do).
 SAFE_FRACTION = 0.25
+# A lease is due for renewal with this much of its ttl left; renewing it, the heartbeat
+# renews those with ``RENEW_WITH`` left or less too, in the same swap; a failed renewal
+# is tried again after ``RETRY`` of the ttl.
+RENEW_DUE, RENEW_WITH, RETRY = 2 / 3, 5 / 6, 1 / 12
 MIN_RACES = 5  # swaps lost to other processes retried even past the wait
 
 
@@ -424,15 +432,24 @@ class Leases:
                 if not self._held:
                     self._beat = None
                     return
-                interval = min(h.ttl for h in self._held.values()) / 3
-            if self._stop.wait(interval):
+                wait = _until_due(self._held.values(), utcnow())
+            if self._stop.wait(wait):
                 return
-            self.renew()
+            self.renew(due=True)
 
-    def renew(self) -> None:
-        """Push the expiry of every lease held forward by its ``ttl`` (the heartbeat)."""
+    def renew(self, *, due: bool = False) -> None:
+        """Push the expiry of every lease held forward by its ``ttl``; ``due`` (the
+        heartbeat): of those with ``RENEW_WITH`` of their ttl left or less. A lease taken
+        and given back within a third of its ttl is never renewed: a renewal is a commit
+        to the leases table (a ``MERGE`` on the SQL path), and one between a take and its
+        give-back makes the give-back read and swap."""
+        now = utcnow()
         with self._guard:
-            held = dict(self._held)
+            held = {
+                n: h
+                for n, h in self._held.items()
+                if not due or (h.lease.expires - now).total_seconds() <= h.ttl * RENEW_WITH
+            }
         by_store: dict[int, tuple[LeaseStore, list[str], float]] = {}
         for n, h in held.items():
             if not h.lost:
@@ -457,6 +474,24 @@ class Leases:
                         found.lost = "another process took it over after it expired"
                     else:
                         found.lease = _replace(found.lease, expires=expires)
+
+
+def _until_due(held: Iterable[_Held], now: dt.datetime) -> float:
+    """Seconds until the first of ``held`` is due for renewal (``RENEW_DUE`` of its ttl
+    left), at least ``RETRY`` of the shortest ttl: a renewal that failed left its lease
+    due, and is tried again then. Leases lost are never renewed.
+
+    >>> t = dt.datetime(2026, 1, 1)
+    >>> fresh = _Held(Lease("view:v", "x", "h", 1, t, t + dt.timedelta(seconds=60), "p"), None, 60)
+    >>> _until_due([fresh], t)  # taken now: due when 40 s are left
+    20.0
+    >>> _until_due([fresh], t + dt.timedelta(seconds=50))  # overdue: retried in 5 s
+    5.0
+    """
+    held = list(held)
+    shortest = min(h.ttl for h in held)
+    due = [(h.lease.expires - now).total_seconds() - h.ttl * RENEW_DUE for h in held if not h.lost]
+    return max(min(due, default=shortest / 3), shortest * RETRY)
 
 
 def _running_out(held: _Held, now: dt.datetime) -> str | None:
