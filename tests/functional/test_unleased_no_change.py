@@ -24,27 +24,37 @@ from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import matches
 
 
-@pytest.mark.parametrize("path", ["java", "sql"])
-def test_a_refresh_with_nothing_to_apply_takes_no_lease_and_waits_for_none(
-    spark: Any, path: str
-) -> None:
-    schema = f"unleased_{path}"
+def _built_view(
+    spark: Any, schema: str, path: str = "sql", **options: Any
+) -> tuple[Env, TableName, str]:
+    """Schema ``schema`` with a keyed master ``m`` (40 rows) and its log, on a shared
+    catalog (``path``: the metadata path; ``options``: the environment's), and a view
+    ``v`` of a grouped query over it, built (a complete refresh)."""
     spark.sql(f"CREATE SCHEMA {schema}")
     spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
     spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
     spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(40)")
     env = Env.for_spark(spark, f"{schema}_registry", java=path == "java", shared=True)
-    env = dataclasses.replace(env, lease_wait_seconds=1.0)
+    env = dataclasses.replace(env, **options)
     mlog.create_mview_log(env, f"{schema}.m")
     view = TableName(schema, "v")
     sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
+    built = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    assert built.refresh_type == "COMPLETE"
+    return env, view, sql
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_refresh_with_nothing_to_apply_takes_no_lease_and_waits_for_none(
+    spark: Any, path: str
+) -> None:
+    schema = f"unleased_{path}"
+    env, view, sql = _built_view(spark, schema, path, lease_wait_seconds=1.0)
     leases = env.runtime.leases
 
     def run() -> refresh.RefreshResult:
         return refresh.refresh_view(env, view=view, sql=sql, method="force")
 
-    built = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
-    assert built.refresh_type == "COMPLETE"
     taken = leases.taken
     journal = env.runtime.journal(env.registry)
     runs = len(journal.refreshes)
@@ -145,15 +155,7 @@ def test_a_refresh_with_something_to_write_reads_its_masters_as_the_probe_left_t
     and the setup reads only the log again, once, under its lease. SQL path, where each
     read is statements."""
     schema = "probe_read_once"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
-    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
-    spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(40)")
-    env = Env.for_spark(spark, f"{schema}_registry", java=False, shared=True)
-    mlog.create_mview_log(env, f"{schema}.m")
-    view = TableName(schema, "v")
-    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
-    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    env, view, sql = _built_view(spark, schema)
     spark.sql(f"UPDATE {schema}.m SET x = 5 WHERE k = 3")
     statements = env.sql.statements  # type: ignore[attr-defined]
     before = len(statements)
@@ -179,15 +181,7 @@ def test_a_refresh_with_nothing_to_capture_reads_its_log_again_only_behind_its_v
     taken for ahead of it the view would rebuild (the log looks rolled back). SQL path,
     a shared catalog: the log's second read is two statements there."""
     schema = "log_read_once"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {schema}.m (k BIGINT NOT NULL, g INT, x INT) USING iceberg")
-    spark.sql(f"ALTER TABLE {schema}.m SET IDENTIFIER FIELDS k")
-    spark.sql(f"INSERT INTO {schema}.m SELECT id, CAST(id % 5 AS INT), 1 FROM range(40)")
-    env = Env.for_spark(spark, f"{schema}_registry", java=False, shared=True)
-    mlog.create_mview_log(env, f"{schema}.m")
-    view = TableName(schema, "v")
-    sql = f"SELECT g, count(*) AS n, sum(x) AS sx FROM {schema}.m GROUP BY g"
-    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    env, view, sql = _built_view(spark, schema)
     statements = env.sql.statements  # type: ignore[attr-defined]
     log_reads = f"REFRESH TABLE `{schema}`.`mlog__m`"
     before = len(statements)
