@@ -39,9 +39,11 @@ ORDERS = "{{ source('shop', 'orders') }}"
 CUSTOMERS = "{{ source('shop', 'customers') }}"
 MODELS = {
     "sources.yml": SOURCES,
-    # A keyed projection, and an aggregate, reading the session's time zone.
+    # A keyed projection, and an aggregate, reading the session's time zone. The
+    # projection reads a column Spark's default redaction pattern matches (`page_url`):
+    # every statement here shows properties as Spark redacts them (test_redaction.py).
     "open_orders.sql": fr(
-        "select order_id, status, amount, cast(created_at as string) as created "
+        "select order_id, status, amount, cast(created_at as string) as created, page_url "
         f"from {ORDERS} where status <> 'cancelled'"
     ),
     "orders_by_hour.sql": fr(
@@ -174,7 +176,7 @@ class TestThroughAThriftServer(FastRefreshProject):
         project, s = ready, ready.test_schema
         project.run_sql(
             f"create table {s}.orders (order_id bigint not null, customer_id bigint, "
-            "status string, amount decimal(10,2), created_at timestamp) using iceberg"
+            "status string, amount decimal(10,2), created_at timestamp, page_url string) using iceberg"
         )
         project.run_sql(f"alter table {s}.orders set identifier fields order_id")
         project.run_sql(
@@ -184,8 +186,8 @@ class TestThroughAThriftServer(FastRefreshProject):
         project.run_sql(
             f"insert into {s}.orders select id, id % 5, case when id % 3 = 0 then 'open' "
             "else 'shipped' end, cast(id * 1.25 as decimal(10,2)), "
-            "timestamp'2024-01-01 00:10:00' + make_dt_interval(0, cast(id % 24 as int)) "
-            "from range(200)"
+            "timestamp'2024-01-01 00:10:00' + make_dt_interval(0, cast(id % 24 as int)), "
+            "concat('/orders/', id) from range(200)"
         )
         project.run_sql(f"insert into {s}.customers select id, concat('c', id) from range(6)")
         run_dbt(["run"])
@@ -196,7 +198,8 @@ class TestThroughAThriftServer(FastRefreshProject):
         project.run_sql(f"update {s}.orders set status = 'cancelled' where order_id % 7 = 0")
         project.run_sql(f"delete from {s}.orders where order_id % 11 = 0")
         project.run_sql(
-            f"insert into {s}.orders values (500, 2, 'open', 9.99, timestamp'2024-01-02 05:00:00')"
+            f"insert into {s}.orders values (500, 2, 'open', 9.99, timestamp'2024-01-02 05:00:00', "
+            "'/orders/500')"
         )
         project.run_sql(f"update {s}.customers set name = 'renamed' where customer_id = 3")
         opened, statements = run_counting(["run"])

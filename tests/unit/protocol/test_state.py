@@ -23,7 +23,7 @@ from dbt.adapters.fastrefresh.protocol.state import (
     ViewState,
     new_log_state,
 )
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import DEFAULT_REDACTION, TableName
 
 T0 = dt.datetime(2026, 1, 1, 2, 3, 4, 567)
 T1 = T0 + dt.timedelta(hours=1)
@@ -159,3 +159,15 @@ def test_an_expired_capture_point_is_a_gap_when_the_next_commit_reads_at_it() ->
         assert "snapshot 2" in gap and "expired" in gap and "commit 3" in gap
         # Only the first commit's parent matters: the later ones' parents are kept.
         assert [x.snapshot_id for x in chain_after(s, 5, 3).snapshots] == [4, 5]
+
+
+def test_a_log_configuration_naming_redacted_words_reads_back_whole() -> None:
+    # Spark shows a property matching its redaction patterns as "*********(redacted)"
+    # (sqltext.property_json): a configuration naming columns page_url and password_hash.
+    config = LogConfig(
+        TableName("url_s", "hits"), TableName("url_s", "mlog__hits"), Flavour.TIMESTAMP,
+        ("k",), ("page_url", "password_hash"), ("k", "page_url", "password_hash"), False, T0,
+        "inc", PurgeMode.DEFERRED,
+    )  # fmt: skip
+    assert DEFAULT_REDACTION.search(config.to_json()) is None
+    assert LogConfig.from_json(config.to_json()) == config

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 
@@ -182,3 +184,39 @@ def view_of(storage: TableName) -> TableName | None:
     if not storage.table.endswith(STORAGE_SUFFIX) or storage.table == STORAGE_SUFFIX:
         return None
     return TableName(storage.schema, storage.table[: -len(STORAGE_SUFFIX)])
+
+
+# What Spark prints in place of a table property whose key or value matches one of its
+# redaction patterns (``SHOW TBLPROPERTIES``, ``DESCRIBE TABLE EXTENDED`` and ``SHOW CREATE
+# TABLE`` alike): the SQL path, every connection method but ``session``, reads state so.
+REDACTED = "*********(redacted)"
+# The default patterns: ``spark.sql.redaction.options.regex`` ("(?i)url"; a session may set
+# another) and ``spark.redaction.regex`` ("(?i)secret|password|token|access[.]key"; a
+# session cannot). A log's or a view's JSON names tables, columns and queries, and a
+# column ``page_url`` or ``api_token`` would hide the whole value.
+DEFAULT_REDACTION = re.compile(r"url|secret|password|token|access[.]key", re.IGNORECASE)
+# A unit of JSON text: an escape (``\u00e9``, ``\n``) or one character as it is.
+_JSON_UNIT = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|.", re.DOTALL)
+
+
+def property_json(value: Any) -> str:
+    """``value`` as compact JSON that Spark's default redaction patterns never match: in
+    each match one character written as its ``\\uXXXX`` escape (``page_\\u0075rl``), which
+    any JSON reader decodes to the same value. Escapes count as they are written, so a
+    match that begins inside one (``\\uacce`` before ``ss.key``) escapes a character after
+    it; an escape of a letter (``\\u0075``) makes no new match.
+
+    >>> property_json({"columns": ["page_url", "API_TOKEN"]})
+    '{"columns":["page_\\\\u0075rl","API_\\\\u0054OKEN"]}'
+    >>> json.loads(property_json(["page_url"]))
+    ['page_url']
+    """
+    text = json.dumps(value, separators=(",", ":"), sort_keys=False)  # ASCII: the rest escaped
+    while (match := DEFAULT_REDACTION.search(text)) is not None:
+        plain = next(
+            unit.start()
+            for unit in _JSON_UNIT.finditer(text)
+            if len(unit.group()) == 1 and match.start() <= unit.start() < match.end()
+        )
+        text = f"{text[:plain]}\\u{ord(text[plain]):04x}{text[plain + 1 :]}"
+    return text

@@ -23,7 +23,7 @@ from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.ivm.inline import HAVING_COLUMN, HIDDEN_PREFIX, REPEAT_COLUMN
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_FINGERPRINT, VIEW_ORDER
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, properties, string
+from dbt.adapters.fastrefresh.sqltext import TableName, ident, properties, property_json, string
 
 
 def user_columns(columns: Sequence[Column]) -> list[Column]:
@@ -101,7 +101,7 @@ def view_statement(
     ).hexdigest()[:16]  # fmt: skip
     marks = {
         VIEW_FINGERPRINT: fingerprint,
-        **({VIEW_ORDER: json.dumps(order)} if reordered else {}),
+        **({VIEW_ORDER: property_json(order)} if reordered else {}),
     }
     listed = ", ".join(
         ident(c.name)

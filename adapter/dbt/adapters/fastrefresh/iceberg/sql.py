@@ -27,7 +27,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import (
     epoch_millis,
 )
 from dbt.adapters.fastrefresh.runtime.executor import Executor
-from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, string
+from dbt.adapters.fastrefresh.sqltext import REDACTED, TableName, ident, literal, string
 
 
 class _SqlHistory:
@@ -65,6 +65,37 @@ def _sql_snapshots(x: Executor, name: TableName, keys: Sequence[str]) -> dict[in
             None if row[3] is None else epoch_millis(int(row[3])), summary,
         )  # fmt: skip
     return out
+
+
+def _shown(name: TableName, rows: Sequence[Sequence[Any]]) -> dict[str, str]:
+    """``SHOW TBLPROPERTIES`` rows of ``name`` by key. Fails where Spark printed
+    ``REDACTED`` in place of one of dbt-fastrefresh's own properties: read so, a log's or a
+    view's state is lost to this path (``fast_refresh.master``, a name kept for people and
+    read by no one, may be)."""
+    properties = {str(row[0]): str(row[1]) for row in rows if len(row) > 1}
+    hidden = sorted(
+        key
+        for key, value in properties.items()
+        if value == REDACTED and key.startswith("fast_refresh.") and key != "fast_refresh.master"
+    )
+    if hidden:
+        raise FastRefreshError(
+            f"Spark hides {', '.join(hidden)} of {name}: SHOW TBLPROPERTIES prints "
+            f"'{REDACTED}' for a property whose key or value matches the session's "
+            "redaction patterns (spark.sql.redaction.options.regex, '(?i)url' by default, "
+            "and spark.redaction.regex, '(?i)secret|password|token|access[.]key' by "
+            "default), and every connection method but `session` reads dbt-fastrefresh's "
+            "state so. dbt-fastrefresh writes its properties so that the default patterns "
+            "never match them: this value was written by an earlier release (a table, "
+            "column or query with one of those words), or the server's patterns are not "
+            "the defaults. Fix: make the patterns the defaults again (a session's "
+            "spark.sql.redaction.options.regex can be set in the profile's "
+            "server_side_parameters); for a value an earlier release wrote, rebuild the "
+            "view with `dbt run --full-refresh` (a view's properties are written again), "
+            "or drop the log and create it again (drop_mview_log, then create_mview_log; "
+            "the views on it rebuild once)."
+        )
+    return properties
 
 
 def _field_ids(schema: Mapping[str, Any]) -> dict[str, int]:
@@ -210,7 +241,7 @@ class SqlTables:
             if mt.is_missing(exc):
                 return None
             raise
-        properties = {str(k): str(v) for k, v in rows}
+        properties = _shown(name, rows)
         if not _is_iceberg_table(properties):
             # Not an Iceberg table (or a view): its kind and columns take the full load.
             return self.load(name, fresh=False)
@@ -258,7 +289,7 @@ class SqlTables:
         _NOT_ICEBERG.discard(name)
         if known is not None:  # read in this ``reading`` block: its columns were missing
             return _iceberg_meta(name, tuple(columns), known)
-        properties = {str(k): str(v) for k, v in self.x.query(f"SHOW TBLPROPERTIES {name.sql}")}
+        properties = _shown(name, self.x.query(f"SHOW TBLPROPERTIES {name.sql}"))
         return _iceberg_meta(name, tuple(columns), properties)
 
     def history(self, name: TableName) -> History:
@@ -334,7 +365,7 @@ class SqlTables:
             if mt.is_missing(exc):
                 return None
             raise
-        return {str(k): str(v) for k, v in rows}
+        return _shown(name, rows)
 
     def view_property(self, name: TableName, key: str) -> str | None:
         return self.view_entry(name, key)[1]
@@ -359,8 +390,7 @@ class SqlTables:
             raise
         # A missing property (of a view or a table) comes back as a sentence in the value
         # column.
-        found = {str(r[0]): str(r[1]) for r in rows if len(r) > 1}
-        value = found.get(key)
+        value = _shown(name, rows).get(key)
         return True, None if value is None or "does not have property" in value else value
 
     def snapshot_schema(

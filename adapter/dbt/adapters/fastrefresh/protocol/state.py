@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.fastrefresh.iceberg import columns as mt
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, property_json
 
 LOG_CONFIG = "fast_refresh.log"
 LOG_STATE = "fast_refresh.log-state"
@@ -441,4 +441,4 @@ class ViewState:
 
 
 def _dumps(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=False)
+    return property_json(value)
