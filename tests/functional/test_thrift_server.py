@@ -18,7 +18,7 @@ import pytest
 from dbt.tests.util import run_dbt
 from dbt_common.events.base_types import EventMsg
 
-from dbt.adapters.fastrefresh.runtime.executor import AdapterExecutor
+from dbt.adapters.fastrefresh.runtime.executor import AdapterExecutor, plans_a_query
 from tests.functional.dbt_project import FastRefreshProject, fr
 from tests.thrift_server import ThriftServer
 
@@ -88,19 +88,31 @@ VIEWS = sorted(m.removesuffix(".sql") for m in MODELS if m.endswith(".sql"))
 ZONED = {"open_orders", "orders_by_hour"}
 
 
-def run_counting(args: list[str]) -> tuple[Counter[str], Counter[str]]:
-    """Run dbt: the connections opened and the statements run, by model."""
+def run_counting(args: list[str]) -> tuple[Counter[str], dict[str, list[str]]]:
+    """Run dbt: the connections opened and the statements run (their first lines), by
+    model."""
     opened: Counter[str] = Counter()
-    statements: Counter[str] = Counter()
+    statements: dict[str, list[str]] = {}
 
     def listen(event: EventMsg) -> None:
         if event.info.name == "NewConnectionOpening":
             opened[event.data.node_info.node_name] += 1
         elif event.info.name == "SQLQuery":
-            statements[event.data.node_info.node_name] += 1
+            first = event.data.sql.strip().split("\n")[0]
+            statements.setdefault(event.data.node_info.node_name, []).append(first)
 
     run_dbt(args, callbacks=[listen])  # type: ignore[arg-type]
     return opened, statements
+
+
+SAFE_RULES = "SET spark.sql.optimizer.excludedRules"
+
+
+def rules_set_before_any_query(statements: list[str]) -> bool:
+    """Whether the optimizer's unsafe rules were excluded (``runtime/executor.py``)
+    before the first statement that plans a query, where there is one."""
+    planning = [i for i, s in enumerate(statements) if plans_a_query(s)]
+    return not planning or SAFE_RULES in statements[: planning[0]]
 
 
 @pytest.fixture(scope="module")
@@ -207,10 +219,22 @@ class TestThroughAThriftServer(FastRefreshProject):
         # and closed around each statement, every one paid a Thrift session's opening
         # and its settings (about 40 ms a statement here).
         for view in VIEWS:
-            assert opened[view] <= 1 and statements[view] >= 5, (view, opened, statements)
+            assert opened[view] <= 1 and len(statements[view]) >= 5, (view, opened, statements)
+            assert rules_set_before_any_query(statements[view]), statements[view]
         runs = self.last_runs(project)
         assert {m: t for m, (t, _) in runs.items()} == dict.fromkeys(VIEWS, "FAST"), runs
         self.equal_their_queries()
+
+        # Nothing changed: each refresh reads metadata alone, and sets nothing for the
+        # optimizer (a statement of its own per connection); the registry's views neither.
+        _, statements = run_counting(["run"])
+        runs = self.last_runs(project)
+        assert {m: t for m, (t, _) in runs.items()} == dict.fromkeys(VIEWS, "FAST"), runs
+        registry = [m for m in statements if m.startswith("fast_refresh_")]
+        assert len(registry) == 5, statements
+        for model in [*VIEWS, *registry]:
+            assert not any(plans_a_query(s) for s in statements[model]), statements[model]
+            assert SAFE_RULES not in statements[model], statements[model]
 
         # The same server, its session in Asia/Tokyo: the views reading the zone rebuild.
         project.run_sql(

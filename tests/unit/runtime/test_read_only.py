@@ -1,4 +1,5 @@
-"""``Env.reading_only``: statements and commits that write are refused, reads go through."""
+"""Statements by kind: ``Env.reading_only`` refuses those that write and lets reads through;
+those that may plan a query exclude the optimizer's unsafe rules first."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.fastrefresh.protocol.env import Env, ReadOnlyTables
-from dbt.adapters.fastrefresh.runtime.executor import ReadOnlyExecutor, WouldWrite
+from dbt.adapters.fastrefresh.runtime.executor import ReadOnlyExecutor, WouldWrite, plans_a_query
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.unit.iceberg.stand_in import NoSession
 
@@ -71,3 +72,29 @@ def test_a_read_only_environment_refuses_commits_and_takes_no_lease() -> None:
     with env.holding(["view:s.v"]):  # no lease read or taken: no statement
         pass
     assert inner.ran == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "plans"),
+    [
+        ("SHOW TBLPROPERTIES `s`.`t` ('fast_refresh.view-of')", False),
+        ("  describe table extended s.t", False),
+        ("REFRESH TABLE s.t", False),
+        ("SET spark.sql.session.timeZone", False),
+        ("ALTER TABLE s.t SET TBLPROPERTIES ('a'='1')", False),
+        ("DROP VIEW IF EXISTS s.v", False),
+        ("SELECT 1", True),
+        ("WITH a AS (SELECT 1) SELECT * FROM a", True),
+        ("INSERT INTO s.t SELECT * FROM s.u", True),
+        ("MERGE INTO s.t USING s.u ON t.k = u.k WHEN MATCHED THEN DELETE", True),
+        ("DELETE FROM s.t WHERE k = 1", True),
+        ("CREATE OR REPLACE TABLE s.t USING iceberg AS SELECT 1", True),
+        ("CALL system.expire_snapshots(table => 's.t')", True),
+        ("SETTLE", True),  # a keyword only as a whole word
+    ],
+)
+def test_only_statements_that_may_plan_a_query_need_the_safe_rules(sql: str, plans: bool) -> None:
+    # The optimizer's unsafe rules (executor.UNSAFE_RULES) are excluded on a connection
+    # before its first statement that may plan a query, and only then: on a server that
+    # exclusion is a statement of its own, which a refresh reading metadata alone spares.
+    assert plans_a_query(sql) is plans

@@ -37,6 +37,26 @@ CLOSED = (ConnectionState.CLOSED, ConnectionState.FAIL)
 TIME_ZONE = "spark.sql.session.timeZone"
 
 
+# Statements Spark's optimizer plans no query for (a description, a setting, a refresh of
+# the session's cached table, DDL without a query): the unsafe rules need not be excluded
+# before them, which on a server is a statement of its own per connection. Any other
+# statement (a query, a write, a CREATE ... AS, a procedure) excludes them first.
+_UNPLANNED = re.compile(
+    r"\s*(SHOW|DESCRIBE|DESC|REFRESH|SET|RESET|ALTER|DROP|USE)\b", re.IGNORECASE
+)
+
+
+def plans_a_query(sql: str) -> bool:
+    """Whether Spark may optimize a query for ``sql`` (so ``UNSAFE_RULES`` must be out).
+
+    >>> plans_a_query("SHOW TBLPROPERTIES s.t"), plans_a_query("refresh table s.t")
+    (False, False)
+    >>> plans_a_query("WITH a AS (SELECT 1) SELECT * FROM a"), plans_a_query("MERGE INTO t")
+    (True, True)
+    """
+    return _UNPLANNED.match(sql) is None
+
+
 def with_safe_rules(excluded: str | None) -> str:
     """``excluded`` (the session's excluded optimizer rules) with ``UNSAFE_RULES`` added."""
     rules = [r.strip() for r in (excluded or "").split(",") if r.strip()]
@@ -126,8 +146,10 @@ class AdapterExecutor:
             connection.handle = LazyHandle(connections.open)
 
     def _statement(self, sql: str, fetch: bool) -> list[tuple[Any, ...]]:
-        """``sql`` on the calling thread's connection, which is there."""
-        self._safe_session()
+        """``sql`` on the calling thread's connection, which is there (the unsafe rules
+        excluded first, once per connection, where it may plan a query)."""
+        if plans_a_query(sql):
+            self._safe_session()
         started = time.monotonic()
         with GATE.statement():  # the fetch too: a SELECT runs in it (session method)
             _, cursor = self.adapter.connections.add_query(sql, auto_begin=False)
