@@ -102,15 +102,16 @@ def test_names_spark_redacts_refresh_fast_on_both_paths(spark: Any, path: str) -
     assert hidden == {}
 
 
-def _built_with_a_changed_master(spark: Any, schema: str) -> tuple[Any, str, str]:
-    """A master, its log and the view ``url_counts`` on the SQL path, then a change to it."""
+def _built_with_a_changed_master(spark: Any, schema: str) -> tuple[Any, str]:
+    """A master, its log and the view ``url_counts`` on the SQL path, then a change to the
+    master: the environment and the view's query."""
     master = _master(spark, schema)
     env = env_for(spark, f"{schema}_registry", "sql")
     mlog.create_mview_log(env, master)
     sql = _views(master)["url_counts"]
     views_follow_rounds(spark, env, schema, {"url_counts": sql}, [])
     spark.sql(f"UPDATE {master} SET x = 7 WHERE k = 1")
-    return env, master, sql
+    return env, sql
 
 
 def _versions(spark: Any, table: str) -> int:
@@ -139,7 +140,7 @@ def test_a_property_an_earlier_release_wrote_plain_fails_with_its_cause_and_fix(
     spark: Any,
 ) -> None:
     schema = "url_hidden_plain"
-    env, _, sql = _built_with_a_changed_master(spark, schema)
+    env, sql = _built_with_a_changed_master(spark, schema)
     log = f"{schema}.mlog__url_hits"
     spark.conf.set(REDACTION, "(?!)")  # to read it as written
     try:
@@ -157,7 +158,7 @@ def test_a_pattern_of_the_sessions_own_that_hides_a_property_fails_with_its_caus
     spark: Any,
 ) -> None:
     schema = "url_hidden_pattern"
-    env, _, sql = _built_with_a_changed_master(spark, schema)
+    env, sql = _built_with_a_changed_master(spark, schema)
     spark.conf.set(REDACTION, "(?i)captured_through")  # a word of every log's state
     try:
         _fails_writing_nothing(spark, env, schema, sql, "fast_refresh.log-state")
