@@ -127,7 +127,7 @@ class LogConfig:
         return self.key_columns + tuple(c for c in self.logged_columns if c not in self.key_columns)
 
     def to_json(self) -> str:
-        return _dumps(
+        return property_json(
             {
                 "master": str(self.master),
                 "log_table": str(self.log_table),
@@ -235,7 +235,7 @@ class LogState:
         return f"{config.incarnation}/{self.epoch}"
 
     def to_json(self) -> str:
-        return _dumps(
+        return property_json(
             {
                 "epoch": self.epoch,
                 "captured_through": self.captured_through,
@@ -336,7 +336,7 @@ class ViewConfig:
     dbt_project: str | None = None
 
     def to_json(self) -> str:
-        return _dumps(
+        return property_json(
             {
                 "definition": self.definition,
                 "query_hash": self.query_hash,
@@ -399,7 +399,7 @@ class ViewState:
     time_zone: str | None = None
 
     def to_json(self) -> str:
-        return _dumps(
+        return property_json(
             {
                 "refresh_method": self.refresh_method,
                 "last_refresh_type": self.last_refresh_type,
@@ -438,7 +438,3 @@ class ViewState:
 
     def replace(self, **changes: Any) -> ViewState:
         return dataclasses.replace(self, **changes)
-
-
-def _dumps(value: Mapping[str, Any]) -> str:
-    return property_json(value)
