@@ -241,7 +241,16 @@ class TestThroughAThriftServer(FastRefreshProject):
             f"update {s}.orders set amount = amount + 1, created_at = created_at + "
             "interval 5 hours where order_id % 4 = 1"
         )
-        run_dbt(["run", "--target", "tokyo"])
+        _, statements = run_counting(["run", "--target", "tokyo"])
+        # Each zoned view's refresh reads the zone once (its probe's read serves the pass
+        # under its lease too), and the publish (the on-run-end hook) once for all the
+        # views it describes: a SET statement each, on a server.
+        zone_reads = {
+            m: sum(s.startswith("SET spark.sql.session.timeZone") for s in ss)
+            for m, ss in statements.items()
+        }
+        assert sum(n for m, n in zone_reads.items() if m not in VIEWS) == 1, zone_reads
+        assert all(zone_reads[v] == 1 for v in ZONED), zone_reads
         runs = self.last_runs(project)
         for name, (kind, reason) in runs.items():
             if name in ZONED:

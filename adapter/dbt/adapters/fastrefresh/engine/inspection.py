@@ -7,6 +7,8 @@ DBMS_MVIEW.REFRESH with a list.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sqlglot
 
 from dbt.adapters.fastrefresh.engine.config import TableSpec
@@ -57,8 +59,12 @@ def pinned_definition(env: Env, view: TableName) -> str:
     return str(sqlgen.pin_tables(tree, pins).sql(dialect=DIALECT))
 
 
-def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
-    """(FRESH | STALE | NEEDS_COMPILE | UNUSABLE, why) from what the logs hold now."""
+def staleness_of(
+    env: Env, record: ViewRecord, *, zone: Callable[[], str] | None = None
+) -> tuple[Staleness, str]:
+    """(FRESH | STALE | NEEDS_COMPILE | UNUSABLE, why) from what the logs hold now.
+    ``zone``: how to read the session's time zone (default ``env.sql.time_zone``: on a
+    server a ``SET`` statement; a publish reads it once for all its views)."""
     if record.config is None or record.state is None:
         return Staleness.UNUSABLE, "the view is not registered: it needs a complete refresh"
     state = record.state
@@ -78,7 +84,7 @@ def staleness_of(env: Env, record: ViewRecord) -> tuple[Staleness, str]:
         return Staleness.NEEDS_COMPILE, (
             "a master table's columns the query reads changed since the last refresh"
         )
-    moved = zone_moved(state, plan, env.sql.time_zone() if plan.zoned else None)
+    moved = zone_moved(state, plan, (zone or env.sql.time_zone)() if plan.zoned else None)
     if moved is not None:
         return Staleness.NEEDS_COMPILE, f"{moved}; its next refresh is complete"
     pending = []

@@ -740,9 +740,8 @@ def refresh_view(
     def prepared(env: Env, probe: _Refresh | None = None) -> _Refresh:
         read: dict[TableName, TableMeta] = {}
         resolved = probe.sql if probe else resolve_views(env, sql, read)
-        refresh = _Refresh(env, view, resolved, chosen, table or TableSpec())
-        # From the lease-free probe's reads, if it ran (the setup reads its masters again).
-        refresh.read, refresh.loaded = (probe.read, probe.loaded) if probe else (read, None)
+        refresh = _Refresh(env, view, resolved, chosen, table or TableSpec(), probe=probe)
+        refresh.read = probe.read if probe else read
         refresh.on_schema_change, refresh.upstream = on_schema_change, tuple(upstream)
         refresh.docs, refresh.replace_table, refresh.model = docs, replace_table, model
         return refresh
@@ -791,8 +790,18 @@ class _Refresh:
     """The steps of one refresh, sharing what they read (``refresh_view``)."""
 
     def __init__(
-        self, env: Env, view: TableName, sql: str, method: RefreshMethod, table: TableSpec
+        self,
+        env: Env,
+        view: TableName,
+        sql: str,
+        method: RefreshMethod,
+        table: TableSpec,
+        *,
+        probe: _Refresh | None = None,
     ):
+        """``probe``: the lease-free probe of the same refresh that ran before it, if one
+        did (``_unchanged``), whose reads it starts from: its masters (the setup reads
+        them again) and the session's time zone (the same connection's)."""
         self.env, self.view, self.sql, self.method, self.table = env, view, sql, method, table
         self.storage = storage_of(view)
         self.docs: ViewDocs | None = None
@@ -819,11 +828,12 @@ class _Refresh:
         self.read: dict[TableName, TableMeta] = {}
         # The masters with their logs, as first read (``_masters_and_run``); set before
         # it: read by the lease-free probe (``_unchanged``).
-        self.loaded: list[MasterState] | None = None
+        self.loaded: list[MasterState] | None = probe.loaded if probe else None
         # What it journaled while it could only read (``_journal``, ``_unchanged``).
         self.held: list[tuple[Any, ...]] = []
-        # The session's time zone, read for a view whose query reads it (``ivm/zones.py``).
-        self.time_zone: str | None = None
+        # The session's time zone, read for a view whose query reads it (``ivm/zones.py``),
+        # by the lease-free probe or else by ``_run``.
+        self.time_zone: str | None = probe.time_zone if probe else None
         # The leases taken with the view's, until given back (``_leased``).
         self.together: contextlib.AbstractContextManager[None] | None = None
         # The logs' leases ``together`` holds (a shared catalog; not while only reading).
@@ -1131,7 +1141,7 @@ class _Refresh:
         plan = plan_of(env, self.sql, masters)
         record = self._record() if exists else None
         columns_hash = schema_hash(masters, plan)
-        self.time_zone = env.sql.time_zone() if plan.zoned else None
+        self.time_zone = (self.time_zone or env.sql.time_zone()) if plan.zoned else None
         reason = decide(
             method=self.method, full_refresh=full_refresh, view=record, plan=plan,
             masters=masters, columns_hash=columns_hash, empty=self.empty,

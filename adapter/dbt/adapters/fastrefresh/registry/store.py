@@ -25,7 +25,8 @@ the next publish of those objects shows it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -335,6 +336,7 @@ def _rows(env: Env, journal: Journal) -> list[str]:
     for view in sorted(journal.unregistered):
         rows.append(values_row("mview", view, None, now))
     views = set(journal.views)
+    zone = functools.cache(env.sql.time_zone)  # one read for the views reading it
     for master in sorted(journal.logs | _logged(env, journal.written)):
         log = load_log(env, TableName.parse(master), columns=False)
         if log is None:
@@ -348,7 +350,9 @@ def _rows(env: Env, journal: Journal) -> list[str]:
     last = {r.mview: r for r in journal.refreshes}
     released = {view for _, view in journal.released}
     for view in sorted(views - journal.unregistered):
-        row = describe_view(env, TableName.parse(view), failures.get(view), last.get(view))
+        row = describe_view(
+            env, TableName.parse(view), failures.get(view), last.get(view), zone=zone
+        )
         if row is not None:
             rows.append(values_row("mview", view, row, now))
         elif view in released:
@@ -441,14 +445,20 @@ def describe_log(env: Env, log: LoadedLog) -> DescribedLog:
 
 
 def describe_view(
-    env: Env, view: TableName, failure: Any = None, last: Any = None
+    env: Env,
+    view: TableName,
+    failure: Any = None,
+    last: Any = None,
+    *,
+    zone: Callable[[], str] | None = None,
 ) -> dict[str, Any] | None:
-    """The registry's row of a view (Oracle's USER_MVIEWS), with its staleness."""
+    """The registry's row of a view (Oracle's USER_MVIEWS), with its staleness. ``zone``:
+    how to read the session's time zone (``staleness_of``)."""
     record = load_view(env, view, columns=False)
     if record is None or record.config is None or record.state is None:
         return None
     config, state = record.config, record.state
-    staleness, why = staleness_of(env, record)
+    staleness, why = staleness_of(env, record, zone=zone)
     if failure is not None and last is failure and failure.reason_code:
         code = ReasonCode(failure.reason_code)
         staleness = Staleness.NEEDS_COMPILE if code in NEEDS_COMPILE else Staleness.UNUSABLE
