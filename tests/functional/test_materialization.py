@@ -240,6 +240,24 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert "TABLE_OR_VIEW_NOT_FOUND" not in out and "fast_refresh.view" not in out, out
         rm_file(project.project_root, "models", "mv_missing.sql")
         rm_file(project.project_root, "models", "mv_nolog.sql")
+        # A user's own table on a new model's storage table's name is refused and kept
+        # (a first build replaced it, rows and all, "not registered").
+        project.run_sql(f"create table {s}.mv_taken__fr_data (precious string) using iceberg")
+        project.run_sql(f"insert into {s}.mv_taken__fr_data values ('keep me')")
+        write_file(model("select pid from {{ target.schema }}.t_mv"),
+                   project.project_root, "models", "mv_taken.sql")  # fmt: skip
+        _, out = run_dbt_and_capture(["run", "-s", "mv_taken"], expect_pass=False)
+        assert (
+            f"A table {s}.mv_taken__fr_data exists but is not the storage table of a "
+            f"fast_refresh view (the name is taken)" in out
+        ), out
+        assert f"Fix: rename or drop {s}.mv_taken__fr_data" in out, out
+        assert self.rows(project, f"select * from {s}.mv_taken__fr_data") == [("keep me",)]
+        assert not project.run_sql(f"show views in {s} like 'mv_taken'", fetch="all")
+        project.run_sql(f"drop table {s}.mv_taken__fr_data")
+        _, out = run_dbt_and_capture(["run", "-s", "mv_taken"])
+        assert f"COMPLETE refresh of {s}.mv_taken: first build" in out, out
+        rm_file(project.project_root, "models", "mv_taken.sql")
         # A bad refresh_method fails the model, naming it, the value and the fix; no table.
         _, out = run_dbt_and_capture(["run", "-s", "mv_bad_method"], expect_pass=False)
         assert "mv_bad_method: refresh_method must be 'force', 'fast' or 'complete'" in out
@@ -312,6 +330,11 @@ class TestFallbacksAndErrors(FastRefreshProject):
         assert f"`{s}`.`mv_force` t" not in explained, explained
         refreshed = op("refresh_mviews", names=f"{s}.mv_force", method="f")
         assert "FAST refresh of" in refreshed
+        # An unregistered view's storage table keeps its Spark view over it: it is the
+        # model's, rebuilt (not refused as another's table).
+        assert "unregistered" in op("unregister_mview", mview=f"{s}.mv_force")
+        _, out = run_dbt_and_capture(["run", "-s", "mv_force"])
+        assert f"COMPLETE refresh of {s}.mv_force: the view is not registered" in out, out
 
         # The storage table dropped by hand: the next run builds the view anew, saying so
         # (it said "first build"), under refresh_method 'fast' too.

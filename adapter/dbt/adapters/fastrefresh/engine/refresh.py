@@ -1365,7 +1365,24 @@ class _Refresh:
         record = load_view(self.env, self.view)
         if record is None and adopt_0_1_table(self.env, self.view):
             record = load_view(self.env, self.view)
+        if record is not None and record.config is None and self.model is not None:
+            self._refuse_a_foreign_table()
         return record
+
+    def _refuse_a_foreign_table(self) -> None:
+        """Fail, before any write, where the storage table's name holds a table without a
+        view's configuration that the model's view is not over: a user's own table, which
+        a rebuild would replace. A view unregistered (``unregister_mview``, which removes
+        the configuration) still has its Spark view, with the fingerprint, over it."""
+        if self._found_ours():
+            return
+        raise FastRefreshError(
+            f"A table {self.storage} exists but is not the storage table of a fast_refresh "
+            f"view (the name is taken): building the model {self.view} would replace it "
+            f"and its rows. Fix: rename or drop {self.storage} (if it is the storage table "
+            "of a view unregistered and dropped since, drop it), or give the model another "
+            "name (its alias)."
+        )
 
     def _ensure_view(self, record: ViewRecord | None, *, before: ViewRecord | None) -> None:
         """The view over the storage table, as ``record`` (read before a fast refresh,
