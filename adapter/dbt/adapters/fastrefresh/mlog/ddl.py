@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.events.logging import AdapterLogger
+
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
@@ -35,6 +37,8 @@ from dbt.adapters.fastrefresh.protocol.state import (
 )
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.sqltext import TableName, ident, literal, log_table_for, storage_of
+
+logger = AdapterLogger("fastrefresh")
 
 # Tables committed to by every refresh (the logs, the registry): keep their metadata small.
 METADATA_CLEANUP = {
@@ -685,11 +689,51 @@ def load_log_for_write(env: Env, master: TableName, known: LoadedLog | None = No
     return log
 
 
+def changed_by_hand(env: Env, log: LoadedLog) -> str | None:
+    """How rows the log's state records were lost or doubled by a writer other than
+    dbt-fastrefresh (None: they were not, or this path cannot tell). On the Java path every
+    write to a log carries its state in its snapshot summary, so a commit past the
+    recorded state that changed rows (not a compaction) is someone else's. The log must
+    still hold each sequence of ``(purged_sequence, last_sequence]`` once: seed 001's
+    reorganization (the rows copied out, ``TRUNCATE``, inserted again) does, a ``DELETE``
+    or ``TRUNCATE`` by hand, or a row inserted twice, does not. One aggregate, only where
+    such a commit is found. Rows updated in place keep their count and are not found. The
+    SQL path records its state after its commit, so there a purge that died half-way
+    cannot be told from a ``DELETE`` by hand."""
+    if env.tables.kind != "java" or not any(s.operation != "replace" for s in log.found.after):
+        return None
+    state = log.state
+    lower, upper = state.purged_sequence, state.last_sequence
+    ((rows, distinct),) = env.sql.query(
+        f"SELECT count(*), count(DISTINCT sequence__) FROM {log.log_table.sql} "
+        f"WHERE sequence__ > {lower} AND sequence__ <= {upper}"
+    )
+    if rows == distinct == upper - lower:
+        return None
+    return (
+        f"changed outside dbt-fastrefresh: it holds {rows} row(s), {distinct} distinct, of "
+        f"the {upper - lower} its state records (sequences {lower + 1} to {upper})"
+    )
+
+
 def delete_leftovers(env: Env, log: LoadedLog) -> LoadedLog:
     """Remove rows written past the recorded state by a write that died before recording
     it (SQL path), keeping stamps those rows' setup left: a later refresh time must still
-    be later than every stamp on the log. Caller holds the log's lock."""
+    be later than every stamp on the log. Where the commits past the state are not
+    dbt-fastrefresh's (``changed_by_hand``), the log starts a new epoch: no view reads
+    its rows as changes again, each refreshes completely once. Caller holds the log's
+    lock."""
     state = log.state
+    by_hand = changed_by_hand(env, log)
+    if by_hand is not None:
+        logger.warning(
+            f"dbt-fastrefresh: the materialized view log {log.log_table} was {by_hand}: its "
+            "rows no longer say what changed, so every view on it refreshes completely "
+            "once. Fix: none needed; change a log only through dbt-fastrefresh."
+        )
+        state = state.replace(
+            epoch=state.epoch + 1, younger_than=env.clock(), younger_reason=by_hand
+        )
     youngest = state.youngest
     if not log.config.commit_scn:
         rows = env.sql.query(
