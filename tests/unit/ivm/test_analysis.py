@@ -880,6 +880,20 @@ def test_spark_aggregates_sqlglot_reads_as_plain_calls_are_aggregates() -> None:
         ("select c.region, count(o.paid) n from shop.customers c left join (select "
          "customer_id, amount is not null as paid from shop.orders) o on o.customer_id = "
          "c.customer_id group by c.region", "paid as NOT orders.amount IS NULL"),
+        # Through a second CTE, derived table or ephemeral model that passes it on: both
+        # levels were merged, and the view was wrong from the first build.
+        ("with base as (select customer_id, coalesce(region, 'unknown') as region from "
+         "shop.customers), b2 as (select * from base) select o.order_id, b2.region from "
+         "shop.orders o left join b2 on o.customer_id = b2.customer_id",
+         "region as COALESCE(customers.region, 'unknown')"),
+        ("select o.order_id, b.tag from shop.orders o left join (select customer_id, "
+         "upper(t) as tag from (select customer_id, case when region is null then 'none' "
+         "else region end as t from shop.customers) x) b on b.customer_id = o.customer_id",
+         "tag as CASE WHEN customers.region IS NULL THEN 'none' ELSE customers.region END"),
+        ("with base as (select customer_id, 1 as one from shop.customers), b2 as (select "
+         "customer_id, one from base), b3 as (select * from b2) select c.customer_id, "
+         "b3.one from shop.orders c full join b3 on b3.customer_id = c.customer_id",
+         "one as 1"),
     ],
 )  # fmt: skip
 def test_an_output_not_null_on_an_outer_joins_null_rows_is_not_merged(
@@ -900,6 +914,17 @@ def test_outputs_that_stay_null_on_an_outer_joins_null_rows_are_merged() -> None
         "with oo as (select customer_id, amount * 2 as a2, upper(status) as st, 'x' as unused "
         "from shop.orders where status is not null or amount is null) select c.customer_id, "
         "oo.a2, oo.st from shop.customers c left join oo on oo.customer_id = c.customer_id"
+    )
+    assert p.shape == "outer_join", p.reason
+
+
+def test_outputs_that_stay_null_through_nested_derived_tables_are_merged() -> None:
+    """A column followed into the CTEs below: NULL-in, NULL-out at every level, and a
+    constant none of them passes on, is merged (two levels of a staging model)."""
+    p = plan(
+        "with base as (select customer_id, upper(region) as region, 1 as unused from "
+        "shop.customers), b2 as (select customer_id, region from base) select o.order_id, "
+        "b2.region from shop.orders o left join b2 on o.customer_id = b2.customer_id"
     )
     assert p.shape == "outer_join", p.reason
 

@@ -109,16 +109,50 @@ def _check_null_extended(tree: exp.Expr) -> None:
             }
             read.discard(_MOVED_FILTER)  # read by the ON, before the join adds its NULLs
             for output in inner.expressions:
-                body = output.unalias()
-                if output.alias_or_name.lower() not in read or _null_in_null_out(body):
+                name = output.alias_or_name
+                body = _filled(inner, name.lower()) if name.lower() in read else None
+                if body is None:
                     continue
                 raise InlineError(
                     f"{source.alias_or_name}, on the side of an outer join that gets NULLs, "
-                    f"outputs {output.alias_or_name} as {body.sql(dialect=DIALECT)}, which is "
+                    f"outputs {name} as {body.sql(dialect=DIALECT)}, which is "
                     "not NULL on the rows the join fills with NULLs; compute it in the "
                     f"query that joins (e.g. from a column of {source.alias_or_name}, which "
                     "is NULL there)"
                 )
+
+
+def _filled(select: exp.Select, name: str) -> exp.Expr | None:
+    """The expression behind output ``name`` of ``select`` (a derived table merged where an
+    outer join fills it with NULLs) that is not NULL on NULLs; None: it is. Its columns
+    are followed into the derived tables ``select`` reads, which are merged too: a CTE
+    that only passes on another CTE's ``coalesce`` (``b2 AS (SELECT * FROM base)``)
+    brings that ``coalesce`` up with it."""
+    for output in select.expressions:
+        if output.alias_or_name.lower() != name:
+            continue
+        body = output.unalias()
+        if not _null_in_null_out(body):
+            return body
+        for column in body.find_all(exp.Column):
+            nested = _merged_source(select, column.table.lower())
+            below = _filled(nested, column.name.lower()) if nested is not None else None
+            if below is not None:
+                return below
+    return None
+
+
+def _merged_source(select: exp.Select, alias: str) -> exp.Select | None:
+    """The derived table ``select`` reads as ``alias``, when it is merged (not grouped,
+    DISTINCT or windowed)."""
+    first = select.args.get("from_")
+    sources = [first.this] if first is not None else []
+    sources += [j.this for j in select.args.get("joins") or []]
+    for source in sources:
+        if isinstance(source, exp.Subquery) and source.alias_or_name.lower() == alias:
+            inner = source.this
+            return inner if isinstance(inner, exp.Select) and not _computes(inner) else None
+    return None
 
 
 def _computes(select: exp.Select) -> bool:
