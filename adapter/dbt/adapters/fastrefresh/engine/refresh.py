@@ -671,6 +671,20 @@ _ROW_ERROR = re.compile(
 )
 
 
+def _spark_said(exc: BaseException) -> str:
+    """The first line of Spark's own message in ``exc``, an error of ``DESCRIBE QUERY``
+    over a view's query (its line numbers made the query's), from its error class on:
+    through dbt's connection the error is dbt's, whose first line is "Runtime Error"
+    (and a server's message may begin with its own words)."""
+    message = _ANSI.sub("", str(exc)).strip()
+    found = _ERROR_CLASS.search(message)
+    if found is not None:
+        message = message[found.start() :]
+    first = message.split(";\n", 1)[0].split("\n", 1)[0].strip()
+    first = _LINE.sub(lambda m: f"{m[1]}{int(m[2]) - 1}", first)
+    return first if first.endswith(".") else f"{first}."
+
+
 def _row_error(message: str) -> str | None:
     """What a statement's error says a row's value raised (``ROW_ERROR_CLASSES``), as
     ``[CLASS] text``; None: another error. Only errors of a Spark task count (``Job
@@ -1044,10 +1058,7 @@ class _Refresh:
         try:  # the query from a line of its own: Spark's positions are the query's
             self.env.sql.query(f"DESCRIBE QUERY\n{self.sql}")
         except Exception as own:
-            message = _ANSI.sub("", str(own)).strip()
-            first = message.split(";\n", 1)[0].split("\n", 1)[0].strip()
-            first = _LINE.sub(lambda m: f"{m[1]}{int(m[2]) - 1}", first)
-            return first if first.endswith(".") else f"{first}."
+            return _spark_said(own)
         return None
 
     def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
