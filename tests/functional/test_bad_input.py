@@ -496,3 +496,31 @@ def test_a_first_build_whose_query_does_not_run_names_it_and_leaves_no_log(
     assert result.logs_created and tables(spark, schema) > before
     spark.sql(f"INSERT INTO {schema}.src VALUES (2, 5)")
     refresh_and_check(spark, env, TableName(schema, "v"), good, exists=True, expect="FAST")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_column_dropped_from_the_master_that_a_view_reads_names_it(spark: Any, path: str) -> None:
+    """A master column a view filters on, dropped (no commit follows the drop: Spark reads
+    the snapshot's schema, which has it, and Iceberg's scan of the table without it
+    failed with a bare ValidationException through py4j): the error names the view, the
+    master, the column and the fix."""
+    s = f"bad_dropped_column_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (k BIGINT NOT NULL, x INT, t STRING) USING iceberg")
+    spark.sql(f"ALTER TABLE {s}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 1, 'a'), (2, 2, 'b')")
+    env = env_for(spark, f"{s}_registry", path)
+    mlog.create_mview_log(env, f"{s}.m")
+    view, sql = TableName(s, "v"), f"SELECT k, x FROM {s}.m WHERE t = 'a'"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"INSERT INTO {s}.m VALUES (3, 3, 'a')")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    spark.sql(f"ALTER TABLE {s}.m DROP COLUMN t")
+    with pytest.raises(FastRefreshError) as info:
+        refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    message = str(info.value)
+    assert f"The query of {view} reads column t of its master {s}.m, which the table no " in (
+        message
+    ), message
+    assert "Fix: correct the model's SQL, or restore the column" in message, message
+    said_only(message)
