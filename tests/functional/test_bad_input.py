@@ -212,15 +212,24 @@ def test_a_key_two_rows_share_fails_capture_once_a_change_touches_it(
     spark.sql(f"UPDATE {s}.m SET x = 7 WHERE k = 2")
     update = latest_snapshot(spark, f"{s}.m")
     with pytest.raises(
-        Exception,
+        FastRefreshError,
         match=rf"master {s}\.m has more than one row with key \(2\) in snapshot {update}; a keyed "
         r"log needs a unique key\. Fix: make the key unique",
-    ):
+    ) as info:
         capture.capture(env, master)
+    said_only(str(info.value))
     # Nothing was logged, and the position did not move: the next capture fails the same way.
     assert spark.table(log_table.sql).count() == logged
-    with pytest.raises(Exception, match=r"more than one row with key \(2\)"):
+    with pytest.raises(FastRefreshError, match=r"more than one row with key \(2\)"):
         capture.capture(env, master)
+
+
+def said_only(message: str) -> None:
+    """``message`` is dbt-fastrefresh's own (the cause and the fix), not Spark's error
+    around it with a Java stack trace."""
+    for java in ("at org.apache", "py4j", "Job aborted", "java.lang", "Exception"):
+        assert java not in message, message
+    assert len(message.splitlines()) <= 2, message
 
 
 def test_two_rows_a_commit_adds_with_one_key_fail_capture_naming_the_key(spark: Any) -> None:
@@ -249,8 +258,9 @@ def test_two_rows_a_commit_adds_with_one_key_fail_capture_naming_the_key(spark: 
         ):
             capture.capture(env, TableName(s, master))
     # The view's refresh stops at its capture: nothing logged, the view as it was.
-    with pytest.raises(Exception, match=r"more than one row with key \(2\)"):
+    with pytest.raises(FastRefreshError, match=r"more than one row with key \(2\)") as info:
         refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    said_only(str(info.value))
     log_table = mlog.load_log(env, TableName(s, "m")).log_table  # type: ignore[union-attr]
     assert spark.table(log_table.sql).count() == 0
     assert sorted(map(tuple, spark.sql(f"SELECT k, x FROM {view.sql}").collect())) == []
@@ -486,3 +496,31 @@ def test_a_first_build_whose_query_does_not_run_names_it_and_leaves_no_log(
     assert result.logs_created and tables(spark, schema) > before
     spark.sql(f"INSERT INTO {schema}.src VALUES (2, 5)")
     refresh_and_check(spark, env, TableName(schema, "v"), good, exists=True, expect="FAST")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_column_dropped_from_the_master_that_a_view_reads_names_it(spark: Any, path: str) -> None:
+    """A master column a view filters on, dropped (no commit follows the drop: Spark reads
+    the snapshot's schema, which has it, and Iceberg's scan of the table without it
+    failed with a bare ValidationException through py4j): the error names the view, the
+    master, the column and the fix."""
+    s = f"bad_dropped_column_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (k BIGINT NOT NULL, x INT, t STRING) USING iceberg")
+    spark.sql(f"ALTER TABLE {s}.m SET IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 1, 'a'), (2, 2, 'b')")
+    env = env_for(spark, f"{s}_registry", path)
+    mlog.create_mview_log(env, f"{s}.m")
+    view, sql = TableName(s, "v"), f"SELECT k, x FROM {s}.m WHERE t = 'a'"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"INSERT INTO {s}.m VALUES (3, 3, 'a')")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    spark.sql(f"ALTER TABLE {s}.m DROP COLUMN t")
+    with pytest.raises(FastRefreshError) as info:
+        refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True)
+    message = str(info.value)
+    assert f"The query of {view} reads column t of its master {s}.m, which the table no " in (
+        message
+    ), message
+    assert "Fix: correct the model's SQL, or restore the column" in message, message
+    said_only(message)

@@ -272,3 +272,25 @@ class TestRemovedModelsInOtherSchemas(FastRefreshProject):
         assert ok and f"released {s}_lonely.lonely from the log of {s}.people" in out, out
         mviews = [r[0] for r in self.rows(project, f"select mview from {s}_reg.mviews")]
         assert f"{s}_lonely.lonely" not in mviews and f"{s}.kept" in mviews, mviews
+
+
+class TestErrorsThroughDbt(FastRefreshProject):
+    """Errors as `dbt run` shows them, through dbt's connection: Spark's own message over
+    a model's query that does not run (dbt's error around it began with "Runtime Error",
+    which was all the message kept)."""
+
+    BAD = "select id, count(nmae) as n from {{ source('app', 'people') }} group by id"
+
+    @pytest.fixture(scope="class")
+    def models(self) -> dict[str, str]:
+        return {"sources.yml": SOURCES, "bad.sql": fr(self.BAD)}
+
+    def test_a_query_that_does_not_run(self, ready: Any) -> None:
+        s = people(ready)
+        ok, out = run_and_capture(["run", "-s", "bad"])
+        assert not ok, out
+        said = out.split(f"The query of {s}.bad does not run: ", 1)[-1]
+        assert said.startswith("[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column"), out
+        assert "`nmae` cannot be resolved" in said and "Runtime Error" not in said, out
+        assert f"pos {self.BAD.index('nmae')}" in said.split("Fix:")[0], out
+        assert "Fix: correct the model's SQL" in said, out

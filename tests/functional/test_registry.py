@@ -603,6 +603,50 @@ def test_a_dropped_or_truncated_registry_is_rebuilt_from_the_tables_state(spark:
         last = "FAST"
 
 
+def test_a_registry_table_dropped_after_this_process_published_is_created_again(
+    spark: Any,
+) -> None:
+    """The registry table dropped by hand in a process that had published (a dbt run
+    in process after another): its next publish creates it again and publishes, and
+    `ensure_registry` and `rebuild_registry` look at it as it is now, not as the process
+    last found it. A publish to a registry that is there runs no more statements."""
+    s = "reg_redrop"
+    env = keyed_master_with_log(spark, s, rows=20, groups=3, path="sql")
+    sql = f"SELECT g, count(*) AS n FROM {s}.m GROUP BY g"
+    view = TableName(s, "v")
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False)
+    registry.publish(env)
+    registry_table = registry.table(env)
+
+    def refreshed() -> None:
+        spark.sql(f"INSERT INTO {s}.m SELECT max(k) + 1, 1, 1 FROM {s}.m")
+        result = refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+        assert result.refresh_type == "FAST"
+
+    def shown() -> tuple[list[Any], list[Any]]:
+        logs = registry.select(env, "mview_logs", f"master = '{s}.m'")
+        views = registry.select(env, "mviews", f"mview = '{view}'")
+        return [r["log_table"] for r in logs], [(r["mview"], r["last_refresh_type"]) for r in views]
+
+    spark.sql(f"DROP TABLE {registry_table.sql}")
+    refreshed()
+    assert "published" in registry.publish(env)
+    assert shown() == ([f"{s}.mlog__m"], [(str(view), "FAST")])
+    spark.sql(f"DROP TABLE {registry_table.sql}")
+    registry.ensure(env, again=True)  # ensure_registry
+    assert "registry" in _tables(spark, registry_table.schema)
+    spark.sql(f"DROP TABLE {registry_table.sql}")
+    said = registry.rebuild(env)
+    assert "registry: published" in said, said
+    assert shown() == ([f"{s}.mlog__m"], [(str(view), "FAST")])
+    refreshed()
+    before = len(env.sql.statements)  # type: ignore[attr-defined]
+    registry.publish(env)
+    published = env.sql.statements[before:]  # type: ignore[attr-defined]
+    on_registry = [q.split(" VALUES")[0] for q in published if registry_table.schema in q]
+    assert on_registry == [f"INSERT INTO {registry_table.sql}"], published
+
+
 @pytest.mark.parametrize("path", ["java", "sql"])
 def test_a_view_whose_query_stops_reading_a_master_is_released_from_its_log(
     spark: Any, path: str

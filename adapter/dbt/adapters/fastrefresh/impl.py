@@ -222,7 +222,7 @@ class FastrefreshAdapter(SparkAdapter):
     @available.parse(_parse_stub)
     def fr_ensure_registry(self) -> str:
         env = self._env()
-        registry.ensure(env)
+        registry.ensure(env, again=True)  # as it is now, not as this process last found it
         return f"registry ready in schema {env.registry}"
 
     @available.parse(_parse_stub)

@@ -644,6 +644,8 @@ def _missing_read(exc: BaseException, sql: str) -> TableName | None:
 _ERROR_CLASS = re.compile(r"\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\]")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _LINE = re.compile(r"(\bline )(\d+)")
+# Iceberg binding a filter to a table's schema without one of its columns.
+_NO_FIELD = re.compile(r"ValidationException: Cannot find field '([^']+)' in struct")
 _TWICE = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column (`[^`]+`) already exists")
 
 
@@ -669,6 +671,20 @@ _CLASSES = "|".join(sorted(ROW_ERROR_CLASSES))
 _ROW_ERROR = re.compile(
     rf"\[((?:{_CLASSES})(?:\.[A-Z0-9_]+)?)\] ?([^\n]*)|java\.lang\.RuntimeException: ([^\n]*)"
 )
+
+
+def _spark_said(exc: BaseException) -> str:
+    """The first line of Spark's own message in ``exc``, an error of ``DESCRIBE QUERY``
+    over a view's query (its line numbers made the query's), from its error class on:
+    through dbt's connection the error is dbt's, whose first line is "Runtime Error"
+    (and a server's message may begin with its own words)."""
+    message = _ANSI.sub("", str(exc)).strip()
+    found = _ERROR_CLASS.search(message)
+    if found is not None:
+        message = message[found.start() :]
+    first = message.split(";\n", 1)[0].split("\n", 1)[0].strip()
+    first = _LINE.sub(lambda m: f"{m[1]}{int(m[2]) - 1}", first)
+    return first if first.endswith(".") else f"{first}."
 
 
 def _row_error(message: str) -> str | None:
@@ -999,6 +1015,9 @@ class _Refresh:
                     "create it, or correct the name (for a dbt source, its schema and "
                     "identifier in the sources .yml)."
                 ) from exc
+            dropped = self._dropped_column(exc)
+            if dropped is not None:
+                raise dropped from exc
             wrong = self._query_error(exc)
             if wrong is not None:
                 raise FastRefreshError(
@@ -1022,6 +1041,27 @@ class _Refresh:
                     f"{self.view}, could not be dropped: {exc}"
                 )
 
+    def _dropped_column(self, exc: Exception) -> FastRefreshError | None:
+        """The error of a query reading a column its master no longer has, where Spark
+        took the column from the schema of the snapshot it read (a column dropped after
+        the master's last commit: no commit follows the drop) and Iceberg, planning the
+        scan, found it missing from the table's schema now. None: another error."""
+        found = _NO_FIELD.search(str(exc))
+        if found is None:
+            return None
+        column = found[1]
+        lacking = [
+            str(m.name)
+            for m in self.loaded or []
+            if column.lower() not in {c.name.lower() for c in m.meta.columns}
+        ]
+        master = f"its master {' or '.join(lacking)}" if lacking else "a master it reads"
+        return FastRefreshError(
+            f"The query of {self.view} reads column {column} of {master}, which the table no "
+            "longer has (dropped or renamed since; Iceberg: cannot find field "
+            f"'{column}'). Fix: correct the model's SQL, or restore the column on the master."
+        )
+
     def _query_error(self, exc: Exception) -> str | None:
         """What Spark says of the query itself when ``exc`` is an error of parsing or
         analysis (``[CLASS]`` before any job ran): the statement that failed wrapped the
@@ -1044,10 +1084,7 @@ class _Refresh:
         try:  # the query from a line of its own: Spark's positions are the query's
             self.env.sql.query(f"DESCRIBE QUERY\n{self.sql}")
         except Exception as own:
-            message = _ANSI.sub("", str(own)).strip()
-            first = message.split(";\n", 1)[0].split("\n", 1)[0].strip()
-            first = _LINE.sub(lambda m: f"{m[1]}{int(m[2]) - 1}", first)
-            return first if first.endswith(".") else f"{first}."
+            return _spark_said(own)
         return None
 
     def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:

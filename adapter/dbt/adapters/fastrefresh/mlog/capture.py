@@ -35,7 +35,11 @@ from dbt.adapters.fastrefresh.iceberg.tables import (
     chain_after,
     require_iceberg,
 )
-from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement, one_partition
+from dbt.adapters.fastrefresh.mlog.capture_sql import (
+    capture_statement,
+    duplicate_key_failure,
+    one_partition,
+)
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
     load_log_for_write,
@@ -308,7 +312,7 @@ def _append(
         summary = env.tables.summary({LOG_STATE: pending.to_json()})
         small = env.sql.small(reads.rows, one_partition=one_partition(log.config, reads))
         with summary as attached, small:
-            env.sql.execute(statement)
+            _execute(env, statement, log.master)
     env.upkeep_commit(log.log_table)
     faults.point("capture.after_log_append")
     after = reread_after_write(env, log)
@@ -324,6 +328,19 @@ def _append(
         return dataclasses.replace(log, state=final, meta=after)
     # The SQL path, or an append that committed nothing.
     return record_state(env, dataclasses.replace(log, meta=after), final, current=True)
+
+
+def _execute(env: Env, statement: str, master: TableName) -> None:
+    """Run the capture's append of ``master``'s commits. One that stops at a key two of
+    its rows share (``raise_error`` in the statement) appends nothing, and fails with the
+    capture's message alone (the cause and the fix), not inside Spark's stack trace."""
+    try:
+        env.sql.execute(statement)
+    except Exception as exc:
+        failure = duplicate_key_failure(exc, master)
+        if failure is None:
+            raise
+        raise failure from exc
 
 
 def _own_append(

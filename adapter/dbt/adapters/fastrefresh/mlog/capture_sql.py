@@ -26,8 +26,10 @@ partition's aggregation fits in memory (``netting_partitions``).
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 
+from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource
 from dbt.adapters.fastrefresh.protocol import changevector as cv
@@ -76,6 +78,16 @@ DUPLICATE_KEY_FIX = (
     "; a keyed log needs a unique key. Fix: make the key unique, or drop the log and "
     "create it with another key, or key-less (key=[])."
 )
+
+
+def duplicate_key_failure(exc: BaseException, master: TableName) -> FastRefreshError | None:
+    """The error of a capture of ``master`` whose statement stopped at a key two rows share
+    (``_duplicate_key_error``): its message alone, where Spark's error wraps it in its
+    own and a Java stack trace (through py4j, once per task that raised it). None: another
+    error."""
+    pattern = re.escape(duplicate_key_message(master)) + ".*?" + re.escape(DUPLICATE_KEY_FIX)
+    found = re.search(pattern, str(exc), re.DOTALL)
+    return None if found is None else FastRefreshError(found[0])
 
 
 def _duplicate_key_error(config: LogConfig, keys: Sequence[str], snapshot: str) -> str:

@@ -182,10 +182,14 @@ def view_sql(env: Env, view: str) -> str:
 # -- creation and versioning ---------------------------------------------------------------
 
 
-def ensure(env: Env) -> None:
+def ensure(env: Env, *, again: bool = False) -> None:
     """Create the registry schema, table and views if missing; refuse a registry of a
-    newer release or a schema holding other tables of the same names."""
+    newer release or a schema holding other tables of the same names. A process does so
+    once per registry; ``again``: look again, as this process last found it may no longer
+    be (the registry table dropped by hand since: ``ensure_registry``, ``rebuild``)."""
     key = env.registry
+    if again:
+        env.runtime.ensured.discard(key)
     if key in env.runtime.ensured:
         return
     with env.runtime.holding([f"registry:{key}"]):
@@ -247,7 +251,7 @@ def rebuild(env: Env) -> str:
     registry table was dropped (a new, empty one is created), truncated or edited by hand.
     Their state lives on their own tables, so nothing the protocol needs was lost; the
     refresh and capture history the registry lost stays lost."""
-    ensure(env)
+    ensure(env, again=True)
     logs, views = rediscover(env)
     return f"registry: found {logs} log(s) and {views} view(s); " + publish(env)
 
@@ -311,7 +315,7 @@ def publish(env: Env) -> str:
                 rows = _rows(env, journal)
             if rows:
                 faults.point("publish.before")
-                env.sql.execute(f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows))
+                _insert(env, rows)
         except Exception:
             env.runtime.restore_journal(env.registry, journal)
             raise
@@ -319,6 +323,26 @@ def publish(env: Env) -> str:
         env.upkeep_commit(table(env))
         _compact_when_due(env)
     return f"registry: published {len(rows)} row(s) to {table(env)}"
+
+
+def _insert(env: Env, rows: list[str]) -> None:
+    """Append ``rows`` to the registry table. One this process found ready earlier, then
+    dropped by hand, is created again (``ensure``, once) and takes them; the logs and views
+    this process did not change are missing from it until ``rebuild_registry``."""
+    statement = f"INSERT INTO {table(env).sql} VALUES\n" + ",\n".join(rows)
+    try:
+        env.sql.execute(statement)
+    except Exception as exc:
+        if not mt.is_missing(exc):
+            raise
+        ensure(env, again=True)
+        env.sql.execute(statement)
+        logger.warning(
+            f"dbt-fastrefresh found the registry table {table(env)} missing (dropped since "
+            "this process last published) and created it again; it shows only what this "
+            "invocation changed. Fix: run `dbt run-operation fast_refresh.rebuild_registry` "
+            "to publish every log and view again."
+        )
 
 
 def _is_view_storage(properties: Mapping[str, str]) -> bool:
