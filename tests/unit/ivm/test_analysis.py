@@ -972,3 +972,21 @@ def test_a_union_branchs_refusals_name_what_to_change() -> None:
     assert bag.shape == "unsupported" and (
         "branch 1 of the UNION ALL joins shop.customers, whose log is key-less"
     ) in (bag.reason or ""), bag.reason
+
+
+@pytest.mark.parametrize(
+    ("sql", "read"),
+    [
+        ("select customer_id, count(*) as n from shop.orders group by customer_id order by n "
+         "desc", ("customer_id",)),
+        ("select order_id, amount as a from shop.orders o where status = 'x' order by a",
+         ("amount", "order_id", "status")),
+    ],
+)  # fmt: skip
+def test_an_order_by_of_an_output_alias_reads_no_master_column(
+    sql: str, read: tuple[str, ...]
+) -> None:
+    """``ORDER BY n`` names the output ``n``, no column of the master: read as one, the
+    view rebuilt at every run, saying the log did not record column n's changes."""
+    p = plan(sql)
+    assert p.supported and p.columns_read == read, (p.reason, p.columns_read)

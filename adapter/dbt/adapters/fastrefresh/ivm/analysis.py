@@ -180,10 +180,12 @@ def _plan(
     check_output_names([s.alias_or_name for s in selects], "")
     key = list(keys.get(master, []))
     where = qualified.args.get("where")
+    # The master's columns, qualified by its alias: an output's alias (ORDER BY n) is none.
+    read = {c.name.lower() for c in qualified.find_all(exp.Column) if c.table == alias}
     base = {
         "sql": sql, "query_hash": query_hash(sql), "masters": (master,), "alias": alias,
         "filter": render(where.this) if where is not None else None,
-        "columns_read": tuple(sorted({c.name.lower() for c in qualified.find_all(exp.Column)})),
+        "columns_read": tuple(sorted(read)),
         "qualified": render(qualified), "tree": qualified,
         "expressions": tuple(render(s.unalias()) for s in selects), "keyed": bool(key),
         "key_columns": tuple(key),
