@@ -889,7 +889,7 @@ def test_spark_aggregates_sqlglot_reads_as_plain_calls_are_aggregates() -> None:
         ("select o.order_id, b.tag from shop.orders o left join (select customer_id, "
          "upper(t) as tag from (select customer_id, case when region is null then 'none' "
          "else region end as t from shop.customers) x) b on b.customer_id = o.customer_id",
-         "tag as CASE WHEN customers.region IS NULL THEN 'none' ELSE customers.region END"),
+         "tag as UPPER(CASE WHEN customers.region IS NULL THEN 'none' ELSE customers.region END)"),
         ("with base as (select customer_id, 1 as one from shop.customers), b2 as (select "
          "customer_id, one from base), b3 as (select * from b2) select c.customer_id, "
          "b3.one from shop.orders c full join b3 on b3.customer_id = c.customer_id",
@@ -990,3 +990,26 @@ def test_an_order_by_of_an_output_alias_reads_no_master_column(
     view rebuilt at every run, saying the log did not record column n's changes."""
     p = plan(sql)
     assert p.supported and p.columns_read == read, (p.reason, p.columns_read)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "with act as (select * from shop.customers where region is not null), act2 as "
+        "(select customer_id, region from act) select o.order_id, act2.region from "
+        "shop.orders o left join act2 on o.customer_id = act2.customer_id",
+        "select o.order_id, a.region from shop.orders o left join (select customer_id, "
+        "region from (select * from (select * from shop.customers where region is not "
+        "null) x) y) a on o.customer_id = a.customer_id",
+    ],
+)
+def test_a_filter_levels_down_a_left_joined_derived_table_moves_into_the_on(sql: str) -> None:
+    """A staging CTE's filter read through an intermediate CTE: the levels merge into
+    one, whose filter joins the ON (it stayed in the inner table, which could never
+    refresh fast, the reason naming a FULL OUTER join the query does not have)."""
+    p = plan(sql)
+    assert p.shape == "outer_join", p.reason
+    assert "LEFT JOIN shop.customers AS customers ON o.customer_id = customers.customer_id " in (
+        p.qualified
+    ), p.qualified
+    assert "AND (NOT customers.region IS NULL)" in p.qualified, p.qualified

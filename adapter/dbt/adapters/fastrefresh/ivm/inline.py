@@ -73,7 +73,8 @@ def inline(tree: exp.Expr, columns: Mapping[TableName, list[Column]]) -> exp.Exp
         )  # fmt: skip
     except SqlglotError as exc:
         raise InlineError(f"its CTEs or derived tables could not be resolved ({exc})") from exc
-    merged = _joined_joins_first(_filters_into_on(_ctes_as_derived_tables(qualified)))
+    derived = _nested_sides_merged(_ctes_as_derived_tables(qualified))
+    merged = _joined_joins_first(_filters_into_on(derived))
     _check_null_extended(merged)
     return merge_subqueries(merged, leave_tables_isolated=False)
 
@@ -95,7 +96,9 @@ def _check_null_extended(tree: exp.Expr) -> None:
     reads is not NULL on those rows: a constant (``1 AS has_order``), ``coalesce``,
     ``IS NULL``, ``CASE``. Merged, the expression would be computed over the NULLs the
     join fills in (``coalesce(NULL, 0)`` is 0), where the query gives NULL: wrong from the
-    first build. (``merge_subqueries`` does not look at this.)"""
+    first build. (``merge_subqueries`` does not look at this.) A derived table that only
+    passes on another's outputs was merged with it before (``_nested_sides_merged``), so
+    the expressions checked are those of every level below."""
     for select in tree.find_all(exp.Select):
         for source in _null_extended(select):
             inner = source.this if isinstance(source, exp.Subquery) else None
@@ -109,37 +112,16 @@ def _check_null_extended(tree: exp.Expr) -> None:
             }
             read.discard(_MOVED_FILTER)  # read by the ON, before the join adds its NULLs
             for output in inner.expressions:
-                name = output.alias_or_name
-                body = _filled(inner, name.lower()) if name.lower() in read else None
-                if body is None:
+                body = output.unalias()
+                if output.alias_or_name.lower() not in read or _null_in_null_out(body):
                     continue
                 raise InlineError(
                     f"{source.alias_or_name}, on the side of an outer join that gets NULLs, "
-                    f"outputs {name} as {body.sql(dialect=DIALECT)}, which is "
+                    f"outputs {output.alias_or_name} as {body.sql(dialect=DIALECT)}, which is "
                     "not NULL on the rows the join fills with NULLs; compute it in the "
                     f"query that joins (e.g. from a column of {source.alias_or_name}, which "
                     "is NULL there)"
                 )
-
-
-def _filled(select: exp.Select, name: str) -> exp.Expr | None:
-    """The expression behind output ``name`` of ``select`` (a derived table merged where an
-    outer join fills it with NULLs) that is not NULL on NULLs; None: it is. Its columns
-    are followed into the derived tables ``select`` reads, which are merged too: a CTE
-    that only passes on another CTE's ``coalesce`` (``b2 AS (SELECT * FROM base)``)
-    brings that ``coalesce`` up with it."""
-    for output in select.expressions:
-        if output.alias_or_name.lower() != name:
-            continue
-        body = output.unalias()
-        if not _null_in_null_out(body):
-            return body
-        for column in body.find_all(exp.Column):
-            nested = _merged_source(select, column.table.lower())
-            below = _filled(nested, column.name.lower()) if nested is not None else None
-            if below is not None:
-                return below
-    return None
 
 
 def _merged_source(select: exp.Select, alias: str) -> exp.Select | None:
@@ -209,6 +191,26 @@ def _filters_into_on(tree: exp.Expr) -> exp.Expr:
                 _move_filter(join.this, join)
         if len(joins) == 1 and joins[0].side == "RIGHT":
             _move_filter(select.args["from_"].this, joins[0])
+    return tree
+
+
+def _nested_sides_merged(tree: exp.Expr) -> exp.Expr:
+    """Each derived table an outer join extends with NULLs that only reads another derived
+    table (no join, nothing computed at either level), with that one merged into it first:
+    a filter two levels down (``act AS (SELECT * FROM c WHERE active), act2 AS (SELECT
+    cust, region FROM act)``, a staging model read through an intermediate one) is then
+    the side's own, which ``_filters_into_on`` moves into the ON. Left nested, the merge of
+    the whole query kept the filter in the inner table, and the view could never refresh
+    fast. The outputs stay those of the outer level, their expressions over the table."""
+    for select in list(tree.find_all(exp.Select)):
+        for side in _null_extended(select):
+            inner = side.this if isinstance(side, exp.Subquery) else None
+            if not isinstance(inner, exp.Select) or inner.args.get("joins") or _computes(inner):
+                continue
+            first = inner.args.get("from_")
+            if first is None or _merged_source(inner, first.this.alias_or_name.lower()) is None:
+                continue
+            side.set("this", merge_subqueries(inner.copy(), leave_tables_isolated=False))
     return tree
 
 
