@@ -128,6 +128,13 @@ VIEWS = {
         "SELECT a.k, b.k AS bk, b.g FROM {s}.m1 a RIGHT JOIN {s}.m3 b ON a.k = b.k AND a.x > 0",
         "m1,m3",
     ),
+    # A staging CTE's filter read through an intermediate CTE: merged into one level, the
+    # filter joins the ON of the LEFT JOIN (the NULL-extended side's rows are filtered).
+    "outer_left_nested_cte": (
+        "WITH f AS (SELECT * FROM {s}.m3 WHERE x > 1), f2 AS (SELECT k, g, x FROM f) "
+        "SELECT a.k, a.x, f2.k AS fk, f2.x AS fx FROM {s}.m1 a LEFT JOIN f2 ON a.g = f2.g",
+        "m1,m3",
+    ),
     "outer_full": (
         "SELECT a.k, a.g, b.k AS bk, b.x AS bx FROM {s}.m1 a FULL OUTER JOIN {s}.m3 b ON a.g = b.g",
         "m1,m3",
