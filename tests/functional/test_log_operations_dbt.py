@@ -37,6 +37,9 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
         project.run_sql(f"update {master} set pname = 'shsnc' where pid = 2")
         project.run_sql(f"update {master} set pid = 3 where pid = 1")
         assert "4 commit(s)" in op("capture_changes", master=master)
+        # An empty name is a name given wrong, not "every log" (it captured them all).
+        output = op_failing("capture_changes", master="")
+        assert "'' is not a table name dbt-fastrefresh can use. Fix: pass" in output, output
         rows = project.run_sql(
             f"select pid, cast(snaptime__ as string), dmltype__, old_new__, hex(change_vector__) "
             f"from {schema}.mlog__t_ty order by sequence__",

@@ -278,7 +278,7 @@ class FastrefreshAdapter(SparkAdapter):
     @available.parse(_parse_stub)
     def fr_capture_changes(self, master: Any = None) -> str:
         env = self._env()
-        if master:
+        if master is not None:  # '' is a master named wrong, not every log
             return self._published(
                 env, capture.capture(env, mlog.master_table(env, master)).message()
             )
