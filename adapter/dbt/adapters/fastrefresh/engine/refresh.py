@@ -562,6 +562,9 @@ def _since_built(
     moved = zone_moved(view.state, plan, time_zone)
     if moved is not None:
         return Reason(ReasonCode.TIME_ZONE_CHANGED, moved)
+    altered = storage_altered(view, plan)
+    if altered is not None:
+        return Reason(ReasonCode.UNFINISHED, altered)
     if view.found.changed_after:
         return Reason(
             ReasonCode.UNFINISHED,
@@ -569,6 +572,23 @@ def _since_built(
             "outside dbt-fastrefresh)",
         )
     return None
+
+
+def storage_altered(view: ViewRecord, plan: ViewPlan) -> str | None:
+    """How the view's storage table lacks columns its plan writes or reads (renamed or
+    dropped by hand: an ``ALTER TABLE`` makes no snapshot, so its history does not tell),
+    from its columns as the view's record read them (None: it has them all, or they were
+    not read)."""
+    if not plan.supported or not view.meta.columns:
+        return None
+    have = {c.name.lower() for c in view.meta.columns}
+    missing = [c for c in plan.view_columns if c.lower() not in have]
+    if not missing:
+        return None
+    return (
+        f"the view's storage table {view.meta.name} was changed outside dbt-fastrefresh: "
+        f"column(s) {', '.join(missing)} missing"
+    )
 
 
 def zone_moved(state: ViewState, plan: ViewPlan, time_zone: str | None) -> str | None:
