@@ -82,7 +82,9 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     log_differences,
     log_lock,
     log_mismatch,
+    log_table_altered,
     planned_key,
+    recreate_fix,
 )
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
@@ -562,6 +564,9 @@ def _since_built(
     moved = zone_moved(view.state, plan, time_zone)
     if moved is not None:
         return Reason(ReasonCode.TIME_ZONE_CHANGED, moved)
+    altered = storage_altered(view, plan)
+    if altered is not None:
+        return Reason(ReasonCode.UNFINISHED, altered)
     if view.found.changed_after:
         return Reason(
             ReasonCode.UNFINISHED,
@@ -569,6 +574,23 @@ def _since_built(
             "outside dbt-fastrefresh)",
         )
     return None
+
+
+def storage_altered(view: ViewRecord, plan: ViewPlan) -> str | None:
+    """How the view's storage table lacks columns its plan writes or reads (renamed or
+    dropped by hand: an ``ALTER TABLE`` makes no snapshot, so its history does not tell),
+    from its columns as the view's record read them (None: it has them all, or they were
+    not read)."""
+    if not plan.supported or not view.meta.columns:
+        return None
+    have = {c.name.lower() for c in view.meta.columns}
+    missing = [c for c in plan.view_columns if c.lower() not in have]
+    if not missing:
+        return None
+    return (
+        f"the view's storage table {view.meta.name} was changed outside dbt-fastrefresh: "
+        f"column(s) {', '.join(missing)} missing"
+    )
 
 
 def zone_moved(state: ViewState, plan: ViewPlan, time_zone: str | None) -> str | None:
@@ -768,10 +790,38 @@ def refresh_view(
         done, probe = _unchanged(env, prepared, run)
         if done is not None:
             return done
-    # The view's lease is taken once its masters are read, with their logs' where the
-    # refresh writes them (``_Refresh._leases``); its process lock from here.
+    return _held(env, view, lambda: prepared(env, probe), run)
+
+
+def _held(
+    env: Env,
+    view: TableName,
+    prepared: Callable[[], _Refresh],
+    run: Callable[[_Refresh], RefreshResult],
+) -> RefreshResult:
+    """The refresh under the view's process lock. The view's lease is taken once its
+    masters are read, with their logs' where the refresh writes them
+    (``_Refresh._leases``)."""
     with env.runtime.holding([f"view:{view}"]):
-        return run(prepared(env, probe))
+        try:
+            return run(prepared())
+        except LogTableAltered as altered:
+            return _without_altered_logs(altered, prepared, run)
+
+
+def _without_altered_logs(
+    altered: LogTableAltered,
+    prepared: Callable[[], _Refresh],
+    run: Callable[[_Refresh], RefreshResult],
+) -> RefreshResult:
+    """The refresh once more after it failed on a log whose table's columns were changed
+    by hand (SQL path), knowing it from the start: the log is created again, or left out,
+    as one that no longer fits its master (``log_mismatch``), and the view rebuilt (under
+    'fast', the refresh fails naming the log). The failed statement wrote nothing."""
+    logger.warning(f"dbt-fastrefresh: {altered.message} The refresh runs again knowing it.")
+    again = prepared()
+    again.loaded = altered.masters
+    return run(again)
 
 
 def _unchanged(
@@ -800,6 +850,16 @@ def _unchanged(
     refresh.env = env
     refresh.journal_held()
     return result, None
+
+
+class LogTableAltered(FastRefreshError):
+    """A refresh failed on a log whose table's columns were changed by hand, found only
+    then (``_Refresh._altered_logs``); ``masters``: the masters as the refresh loaded
+    them, with that found (``LoadedLog.altered``), for the refresh to run again from."""
+
+    def __init__(self, message: str, masters: list[MasterState]):
+        super().__init__(message)
+        self.masters = masters
 
 
 class _Refresh:
@@ -1018,6 +1078,9 @@ class _Refresh:
             dropped = self._dropped_column(exc)
             if dropped is not None:
                 raise dropped from exc
+            altered = self._altered_logs(exc)
+            if altered is not None:
+                raise altered from exc
             wrong = self._query_error(exc)
             if wrong is not None:
                 raise FastRefreshError(
@@ -1060,6 +1123,33 @@ class _Refresh:
             f"The query of {self.view} reads column {column} of {master}, which the table no "
             "longer has (dropped or renamed since; Iceberg: cannot find field "
             f"'{column}'). Fix: correct the model's SQL, or restore the column on the master."
+        )
+
+    def _altered_logs(self, exc: Exception) -> LogTableAltered | None:
+        """Where Spark failed a statement (``[CLASS]``, as capture's append to a log whose
+        columns were added or dropped by hand, or a read of one renamed), the logs whose
+        table's columns are no longer those they were created with: the SQL path reads a
+        log's columns from its configuration (a ``DESCRIBE`` each refresh spared), so
+        only a failure makes it read them (``log_table_altered``). None: no such log."""
+        text = str(exc)
+        if isinstance(exc, FastRefreshError) or not _ERROR_CLASS.search(text):
+            return None
+        found: list[str] = []
+        masters = []
+        for m in self.loaded or []:
+            if m.log is not None and m.log.altered is None:
+                columns = self.env.tables.columns(m.log.log_table) or ()
+                altered = log_table_altered(m.log.config, columns)
+                if altered is not None:
+                    found.append(f"{altered}. {recreate_fix(m.name)}")
+                    m = MasterState(m.meta, dataclasses.replace(m.log, altered=altered))
+            masters.append(m)
+        if not found:
+            return None
+        return LogTableAltered(
+            f"The materialized view log of a master of {self.view} cannot record changes: "
+            + " ".join(found),
+            masters,
         )
 
     def _query_error(self, exc: Exception) -> str | None:

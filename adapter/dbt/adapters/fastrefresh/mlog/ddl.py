@@ -75,6 +75,9 @@ class LoadedLog:
     state: LogState
     meta: TableMeta
     found: Found
+    # How the log table's columns differ from those it was created with (changed by hand,
+    # ``log_table_altered``), where its columns were read (None: they do not, or unread).
+    altered: str | None = None
 
     @property
     def log_table(self) -> TableName:
@@ -122,10 +125,16 @@ def load_log(
     if text is None:
         return None
     config = LogConfig.from_json(text)
+    # From the table's columns where this load read them (the Java path's always), else
+    # as ``known`` found them: no more is read for it.
+    copied = known is not None and meta.columns is known.meta.columns
+    altered = known.altered if known and copied else log_table_altered(config, meta.columns)
     if types_from is not None:
-        described = _recorded_columns(config, types_from) or env.tables.columns(log_table)
+        recorded = _recorded_columns(config, types_from)
+        described = recorded or env.tables.columns(log_table)
         if described is None:
             return None  # dropped since its state was read
+        altered = altered or (None if recorded else log_table_altered(config, described))
         meta = dataclasses.replace(meta, columns=described)
     history = env.tables.history(log_table)
     found = latest_state(meta, LOG_STATE, history)
@@ -144,7 +153,29 @@ def load_log(
         last = state.sequence_base + added
         marked = last if state.marked_sequence < 0 else state.marked_sequence
         state = state.replace(last_sequence=last, marked_sequence=marked, sequence_base=None)
-    return LoadedLog(config, state, meta, found)
+    return LoadedLog(config, state, meta, found, altered)
+
+
+def log_table_altered(config: LogConfig, columns: Sequence[mt.Column]) -> str | None:
+    """How the log table's ``columns`` (as read) are no longer those it was created with
+    (``_create_sql``): added, dropped, renamed or moved by hand (``ALTER TABLE``), which
+    capture's append (by position) or the views' reads of it then fail on. None: they are
+    the same, they were not read, or the configuration does not record them (a log older
+    than ``LogConfig.column_types``). A log's columns never change otherwise."""
+    if not config.column_types or not columns:
+        return None
+    expected = [n.lower() for n, _ in config.column_types]
+    expected += [n for n in LOG_OWN_COLUMNS if n != "snaptime__" or not config.commit_scn]
+    found = [c.name.lower() for c in columns]
+    if found == expected:
+        return None
+    added = [c for c in found if c not in expected]
+    gone = [c for c in expected if c not in found]
+    parts = [f"column(s) {', '.join(added)} added"] if added else []
+    parts += [f"column(s) {', '.join(gone)} dropped or renamed"] if gone else []
+    return f"its table {config.log_table} was changed outside dbt-fastrefresh (ALTER TABLE): " + (
+        "; ".join(parts) or "its columns were reordered"
+    )
 
 
 class LogStateGone(FastRefreshError):
@@ -214,10 +245,13 @@ def commit_with_state(
 
 
 def log_mismatch(log: LoadedLog, master: TableMeta) -> str | None:
-    """How the master's columns no longer fit its log (None: they do): columns dropped or
+    """How the master's columns no longer fit its log (None: they do): its table's columns
+    changed by hand (``LoadedLog.altered``), columns dropped or
     renamed since the log was created, dropped and added again (Java path: a new field
     id), or logged columns whose type changed (the log's column keeps the old type, so
     capture could not write the new values)."""
+    if log.altered is not None:
+        return log.altered
     current = {c.name: c for c in master.columns}
     missing = [c for c in log.config.master_columns if c not in current]
     if missing:

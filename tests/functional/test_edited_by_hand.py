@@ -1,0 +1,119 @@
+"""A view's storage table, or a log, whose columns were changed by hand (``ALTER TABLE``).
+
+An ``ALTER TABLE`` makes no snapshot, so neither table's history tells. A storage table
+lacking a column the view's plan writes or reads (renamed or dropped: a visible or a
+hidden one) failed every refresh with a bare ``KeyError`` or Spark's UNRESOLVED_COLUMN
+and its plan; it is found from the columns the view's record read (no statement) and,
+under ``force``, the view is rebuilt saying which column is missing; under ``fast`` the
+refresh fails naming the column and the fix.
+
+A log whose own columns were changed by hand is found too (``mlog/ddl.log_table_altered``)
+and treated like a log that no longer fits its master.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.engine.upstream import Upstream
+from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode, RefreshType
+from dbt.adapters.fastrefresh.sqltext import TableName
+from tests.functional.sites import PATHS, keyed_master_with_log, matches, refresh_and_check
+
+STORAGE_EDITS = {
+    # (view, its query, the ALTER on its storage table, the column then missing)
+    "renamed": (
+        "rows",
+        "SELECT k, g, x FROM {s}.m WHERE x > 0",
+        "ALTER TABLE {s}.rows__fr_data RENAME COLUMN x TO x_renamed",
+        "x",
+    ),
+    "hidden_dropped": (
+        "totals",
+        "SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m GROUP BY g",
+        "ALTER TABLE {s}.totals__fr_data DROP COLUMN __fr_count",
+        "__fr_count",
+    ),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("edit", sorted(STORAGE_EDITS))
+def test_a_storage_table_edited_by_hand_rebuilds_its_view_once(
+    spark: Any, edit: str, path: str
+) -> None:
+    s = f"storage_edit_{edit}_{path}"
+    env = keyed_master_with_log(spark, s, 20, 3, path)
+    name, query, alter, missing = STORAGE_EDITS[edit]
+    view, sql = TableName(s, name), query.format(s=s)
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(alter.format(s=s))
+    spark.sql(f"UPDATE {s}.m SET x = 7 WHERE k IN (1, 2)")
+    with pytest.raises(FastRefreshError) as failed:
+        refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+    message = str(failed.value)
+    assert f"{s}.{name}__fr_data was changed outside dbt-fastrefresh" in message, message
+    assert f"column(s) {missing} missing" in message and "Fix:" in message, message
+    result = refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
+    assert result.reason is not None and result.reason.code is ReasonCode.UNFINISHED
+    assert f"column(s) {missing} missing" in str(result.reason), result.reason
+    spark.sql(f"INSERT INTO {s}.m VALUES (1001, 1, 5)")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    assert matches(spark, view, sql)
+
+
+LOG_EDITS = {
+    "added": "ALTER TABLE {s}.mlog__m ADD COLUMN extra STRING",
+    "dropped": "ALTER TABLE {s}.mlog__m DROP COLUMN x",
+    "renamed": "ALTER TABLE {s}.mlog__m RENAME COLUMN x TO x_renamed",
+}
+
+
+def _log_views(s: str) -> dict[TableName, str]:
+    return {
+        TableName(s, "totals"): f"SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m GROUP BY g",
+        TableName(s, "rows"): f"SELECT k, g, x FROM {s}.m WHERE x > 0",
+    }
+
+
+def _forced(spark: Any, env: Any, view: TableName, sql: str, up: Any) -> refresh.RefreshResult:
+    result = refresh.refresh_view(env, view=view, sql=sql, method="force", exists=True, upstream=up)
+    assert matches(spark, view, sql), f"{view} differs from its query"
+    return result
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("edit", sorted(LOG_EDITS))
+def test_a_log_edited_by_hand_is_found_and_created_again(spark: Any, edit: str, path: str) -> None:
+    """A log whose columns were changed by hand failed every refresh of every view on it
+    with Spark's INSERT_COLUMN_ARITY_MISMATCH (capture's append) or UNRESOLVED_COLUMN,
+    under 'force' and ``--full-refresh`` too. The Java path finds it from the log's
+    columns as loaded, the SQL path once a statement fails: under 'fast' the refresh
+    fails naming the log, the change and the fix; under 'force', on a dbt node, the log
+    is created again and the views rebuild once, then refresh fast."""
+    s = f"log_edit_{edit}_{path}"
+    env = keyed_master_with_log(spark, s, 20, 3, path)
+    up = (Upstream(TableName(s, "m"), "source.p.s.m"),)
+    views = _log_views(s)
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(LOG_EDITS[edit].format(s=s))
+    spark.sql(f"UPDATE {s}.m SET x = 7 WHERE k IN (1, 2)")
+    view, sql = next(iter(views.items()))
+    with pytest.raises(FastRefreshError) as failed:
+        refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
+    message = str(failed.value)
+    assert f"{s}.mlog__m was changed outside dbt-fastrefresh" in message, message
+    assert "drop_mview_log" in message, message
+    first = _forced(spark, env, view, sql, up)
+    assert first.refresh_type is RefreshType.COMPLETE, first.reason
+    assert any("changed outside dbt-fastrefresh" in said for said in first.logs_created)
+    for view, sql in list(views.items())[1:]:
+        assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.COMPLETE
+    spark.sql(f"INSERT INTO {s}.m VALUES (1001, 1, 5)")
+    for view, sql in views.items():
+        assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.FAST
