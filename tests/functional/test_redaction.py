@@ -22,6 +22,7 @@ import pytest
 from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
+from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import REDACTED, TableName, string
 from tests.functional.sites import (
     PATHS,
@@ -152,6 +153,15 @@ def test_a_property_an_earlier_release_wrote_plain_fails_with_its_cause_and_fix(
     plain = json.dumps(json.loads(written), separators=(",", ":"))
     spark.sql(f"ALTER TABLE {log} SET TBLPROPERTIES ('fast_refresh.log'={string(plain)})")
     _fails_writing_nothing(spark, env, schema, sql, "fast_refresh.log")
+    # The registry's rebuild leaves the log out, naming it, and shows the view UNUSABLE
+    # with the cause (it failed whole on the log, and showed no other).
+    said = registry.rebuild(env)
+    assert f"left out, unreadable: {log}" in said and "published" in said, said
+    (row,) = registry.select(env, "mviews", f"mview = '{schema}.url_counts'")
+    assert row["staleness"] == "UNUSABLE", row
+    assert f"its masters cannot be read: Spark hides fast_refresh.log of {log}" in str(
+        row["last_fallback_reason"]
+    ), row
 
 
 def test_a_pattern_of_the_sessions_own_that_hides_a_property_fails_with_its_cause_and_fix(

@@ -587,6 +587,13 @@ def test_a_dropped_or_truncated_registry_is_rebuilt_from_the_tables_state(spark:
 
     last = "COMPLETE"
     assert shown(env) == ([f"{s}.mlog__m"], [(str(view), last)])
+    # A log elsewhere whose configuration was broken by hand is left out, named, and
+    # does not keep the others from the registry (the rebuild failed on it).
+    spark.sql(f"CREATE SCHEMA {s}_broken")
+    spark.sql(
+        f"CREATE TABLE {s}_broken.mlog__t (x INT) USING iceberg "
+        "TBLPROPERTIES ('fast_refresh.log' = '{}')"
+    )
     for damage in (f"DROP TABLE {s}_registry.registry", f"DELETE FROM {s}_registry.registry"):
         spark.sql(damage)
         # The next dbt invocation (a new process) finds the registry gone or empty.
@@ -595,12 +602,14 @@ def test_a_dropped_or_truncated_registry_is_rebuilt_from_the_tables_state(spark:
         assert shown(env) == ([], [])
         said = registry.rebuild(env)
         assert "published" in said, said
+        assert f"left out, unreadable: {s}_broken.mlog__t; " in said, said
         assert shown(env) == ([f"{s}.mlog__m"], [(str(view), last)]), damage
         spark.sql(f"INSERT INTO {s}.m SELECT max(k) + 1, 1, 1 FROM {s}.m")
         result = refresh.refresh_view(env, view=view, sql=sql, method="fast", exists=True)
         assert result.refresh_type == "FAST" and matches(spark, view, sql)
         registry.publish(env)
         last = "FAST"
+    spark.sql(f"DROP SCHEMA {s}_broken CASCADE")
 
 
 def test_a_registry_table_dropped_after_this_process_published_is_created_again(

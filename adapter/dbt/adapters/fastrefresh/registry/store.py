@@ -223,27 +223,33 @@ def ensure(env: Env, *, again: bool = False) -> None:
         env.runtime.ensured.add(key)
 
 
-def rediscover(env: Env) -> tuple[int, int]:
+def rediscover(env: Env) -> tuple[int, int, list[str]]:
     """Put every materialized view log and fast_refresh view of the catalog in this
     process's journal, so that the next publish shows each as it is now (``rebuild``).
     One SHOW TABLES per schema; a table is read only when its name is a log's or a storage
-    table's. Returns (logs, views) found."""
+    table's. Returns (logs, views) found, and the tables that could not be read (each
+    with why), which are left out: one such table does not keep the others from the
+    registry."""
     journal = env.runtime.journal(env.registry)
     logs = views = 0
+    unreadable: list[str] = []
     for schema, *_ in env.sql.query("SHOW SCHEMAS"):
         for name in sorted(mt.table_names(env.sql, str(schema))):
             table_name = TableName(str(schema).lower(), name)
-            if name.startswith("mlog__"):
-                master = TableName(table_name.schema, name.removeprefix("mlog__"))
-                if load_log(env, master) is not None:
-                    journal.logs.add(str(master))
-                    logs += 1
-            elif (view := view_of(table_name)) is not None:
-                record = load_view(env, view, columns=False)
-                if record is not None and record.config is not None:
-                    journal.views.add(str(view))
-                    views += 1
-    return logs, views
+            try:
+                if name.startswith("mlog__"):
+                    master = TableName(table_name.schema, name.removeprefix("mlog__"))
+                    if load_log(env, master) is not None:
+                        journal.logs.add(str(master))
+                        logs += 1
+                elif (view := view_of(table_name)) is not None:
+                    record = load_view(env, view, columns=False)
+                    if record is not None and record.config is not None:
+                        journal.views.add(str(view))
+                        views += 1
+            except Exception as exc:  # a state broken by hand, hidden by the server
+                unreadable.append(f"{table_name} ({getattr(exc, 'message', None) or exc!r})")
+    return logs, views, unreadable
 
 
 def rebuild(env: Env) -> str:
@@ -252,8 +258,16 @@ def rebuild(env: Env) -> str:
     Their state lives on their own tables, so nothing the protocol needs was lost; the
     refresh and capture history the registry lost stays lost."""
     ensure(env, again=True)
-    logs, views = rediscover(env)
-    return f"registry: found {logs} log(s) and {views} view(s); " + publish(env)
+    logs, views, unreadable = rediscover(env)
+    found = f"registry: found {logs} log(s) and {views} view(s); "
+    if unreadable:
+        logger.warning(
+            f"dbt-fastrefresh: rebuild_registry left out {len(unreadable)} table(s) it could "
+            f"not read: {'; '.join(unreadable)}. Fix: as each error says; then run "
+            "rebuild_registry again."
+        )
+        found += f"left out, unreadable: {', '.join(u.split(' ', 1)[0] for u in unreadable)}; "
+    return found + publish(env)
 
 
 def _names(env: Env) -> tuple[set[str], set[str]]:
@@ -362,7 +376,7 @@ def _rows(env: Env, journal: Journal) -> list[str]:
     views = set(journal.views)
     zone = functools.cache(env.sql.time_zone)  # one read for the views reading it
     for master in sorted(journal.logs | _logged(env, journal.written)):
-        log = load_log(env, TableName.parse(master), columns=False)
+        log = _readable_log(env, master)
         if log is None:
             continue
         described = describe_log(env, log)
@@ -394,6 +408,19 @@ def _rows(env: Env, journal: Journal) -> list[str]:
         payload = {name: getattr(c, name) for name, _ in VIEWS["capture_runs"]}
         rows.append(values_row("capture_run", f"{c.log_table}@{c.last_sequence}", payload, now))
     return rows
+
+
+def _readable_log(env: Env, master: str) -> LoadedLog | None:
+    """The log of ``master`` for the registry's row (None: it has none, or its state
+    cannot be read, which is warned of: one such log does not keep the rest of a
+    publish from the registry)."""
+    try:
+        return load_log(env, TableName.parse(master), columns=False)
+    except FastRefreshError as exc:
+        logger.warning(
+            f"dbt-fastrefresh: the registry leaves out the log of {master}: {exc.message}"
+        )
+        return None
 
 
 def settle_written(env: Env, journal: Journal) -> None:
@@ -482,7 +509,10 @@ def describe_view(
     if record is None or record.config is None or record.state is None:
         return None
     config, state = record.config, record.state
-    staleness, why = staleness_of(env, record, zone=zone)
+    try:
+        staleness, why = staleness_of(env, record, zone=zone)
+    except FastRefreshError as exc:  # a master or its log unreadable: the row says so
+        staleness, why = Staleness.UNUSABLE, f"its masters cannot be read: {exc.message}"
     if failure is not None and last is failure and failure.reason_code:
         code = ReasonCode(failure.reason_code)
         staleness = Staleness.NEEDS_COMPILE if code in NEEDS_COMPILE else Staleness.UNUSABLE
