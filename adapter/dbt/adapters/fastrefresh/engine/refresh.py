@@ -535,7 +535,15 @@ def decide(
     changed = _since_built(
         view.config, view, plan, masters, columns_hash=columns_hash, time_zone=time_zone
     )
-    return changed if changed is not None else never_fast(plan, masters)
+    if changed is not None:
+        return changed
+    never = never_fast(plan, masters)
+    if never is not None:
+        return never
+    # Last: a plan that cannot refresh fast (a master without its log, say) may need
+    # columns the view never had, with no hand in it.
+    altered = storage_altered(view, plan)
+    return None if altered is None else Reason(ReasonCode.UNFINISHED, altered)
 
 
 def _since_built(
@@ -564,9 +572,6 @@ def _since_built(
     moved = zone_moved(view.state, plan, time_zone)
     if moved is not None:
         return Reason(ReasonCode.TIME_ZONE_CHANGED, moved)
-    altered = storage_altered(view, plan)
-    if altered is not None:
-        return Reason(ReasonCode.UNFINISHED, altered)
     if view.found.changed_after:
         return Reason(
             ReasonCode.UNFINISHED,
