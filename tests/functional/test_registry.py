@@ -609,7 +609,8 @@ def test_a_dropped_or_truncated_registry_is_rebuilt_from_the_tables_state(spark:
         assert result.refresh_type == "FAST" and matches(spark, view, sql)
         registry.publish(env)
         last = "FAST"
-    spark.sql(f"DROP SCHEMA {s}_broken CASCADE")
+    spark.sql(f"DROP TABLE {s}_broken.mlog__t")  # (a JDBC catalog drops no schema CASCADE)
+    spark.sql(f"DROP SCHEMA {s}_broken")
 
 
 def test_a_registry_table_dropped_after_this_process_published_is_created_again(
@@ -652,7 +653,9 @@ def test_a_registry_table_dropped_after_this_process_published_is_created_again(
     before = len(env.sql.statements)  # type: ignore[attr-defined]
     registry.publish(env)
     published = env.sql.statements[before:]  # type: ignore[attr-defined]
-    on_registry = [q.split(" VALUES")[0] for q in published if registry_table.schema in q]
+    # (On a shared catalog the registry's schema also holds the leases, which a publish's
+    # purge takes: the registry table's own statements are counted.)
+    on_registry = [q.split(" VALUES")[0] for q in published if registry_table.sql in q]
     assert on_registry == [f"INSERT INTO {registry_table.sql}"], published
 
 
