@@ -124,17 +124,11 @@ def _check_null_extended(tree: exp.Expr) -> None:
                 )
 
 
-def _merged_source(select: exp.Select, alias: str) -> exp.Select | None:
-    """The derived table ``select`` reads as ``alias``, when it is merged (not grouped,
-    DISTINCT or windowed)."""
-    first = select.args.get("from_")
-    sources = [first.this] if first is not None else []
-    sources += [j.this for j in select.args.get("joins") or []]
-    for source in sources:
-        if isinstance(source, exp.Subquery) and source.alias_or_name.lower() == alias:
-            inner = source.this
-            return inner if isinstance(inner, exp.Select) and not _computes(inner) else None
-    return None
+def _plain(source: exp.Expr) -> exp.Select | None:
+    """The query of ``source`` when it is a derived table that computes nothing (is not
+    grouped, DISTINCT or windowed), which a merge merges; None: it is not one."""
+    inner = source.this if isinstance(source, exp.Subquery) else None
+    return inner if isinstance(inner, exp.Select) and not _computes(inner) else None
 
 
 def _computes(select: exp.Select) -> bool:
@@ -204,11 +198,11 @@ def _nested_sides_merged(tree: exp.Expr) -> exp.Expr:
     fast. The outputs stay those of the outer level, their expressions over the table."""
     for select in list(tree.find_all(exp.Select)):
         for side in _null_extended(select):
-            inner = side.this if isinstance(side, exp.Subquery) else None
-            if not isinstance(inner, exp.Select) or inner.args.get("joins") or _computes(inner):
+            inner = _plain(side)
+            if inner is None or inner.args.get("joins"):
                 continue
             first = inner.args.get("from_")
-            if first is None or _merged_source(inner, first.this.alias_or_name.lower()) is None:
+            if first is None or _plain(first.this) is None:
                 continue
             side.set("this", merge_subqueries(inner.copy(), leave_tables_isolated=False))
     return tree
