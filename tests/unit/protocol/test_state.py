@@ -142,6 +142,12 @@ def test_a_gap_says_how_the_history_was_lost() -> None:
     )
     assert gaps["rolled back"].endswith("the table was rolled back past it")
     assert "its snapshots were expired" in gaps["expired"]
+    # Rolled back to 3 (after 1 expired), past the captured 4: the walk meets 1, gone.
+    rolled_past = {**expired, 5: SnapshotInfo(5, 3, "append", at[5])}
+    assert chain_after(rolled_past, 5, 4).gap == (
+        "snapshot 4, up to which changes were captured, is not an ancestor of the current "
+        "snapshot: the table was rolled back past it"
+    )
     assert "dropped" not in gaps["replaced"] + gaps["rolled back"] + gaps["expired"]
     assert "replaced" not in gaps["dropped"] + gaps["rolled back"] + gaps["expired"]
 

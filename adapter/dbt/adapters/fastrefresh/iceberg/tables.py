@@ -210,8 +210,7 @@ def chain_after(history: History, current: int | None, captured_through: int | N
     while cursor is not None and cursor != captured_through:
         snapshot = history.get(cursor)
         if snapshot is None:
-            return Chain((), f"snapshot {cursor} is no longer in the table's metadata "
-                             "(its snapshots were expired)")  # fmt: skip
+            return Chain((), _ancestor_gone(history, found, cursor, captured_through))
         found.append(snapshot)
         cursor = snapshot.parent_id
     if cursor != captured_through:
@@ -230,6 +229,27 @@ def chain_after(history: History, current: int | None, captured_through: int | N
                          "is no longer in the table's metadata (its snapshots were expired), "
                          f"and the rows commit {first.snapshot_id} removed are read there")  # fmt: skip
     return Chain(tuple(reversed(found)))
+
+
+def _ancestor_gone(
+    history: History, found: list[SnapshotInfo], gone: int, captured_through: int | None
+) -> str:
+    """Why the walk from the current snapshot (``chain_after``) met an ancestor, ``gone``,
+    that is no longer in the metadata: its snapshots expired; or, when the snapshot
+    captured through is still there and the oldest ancestor found was committed before it,
+    the table was rolled back past it (and older snapshots expired since)."""
+    captured = None if captured_through is None else history.get(captured_through)
+    oldest = found[-1] if found else None
+    if (
+        captured is not None
+        and oldest is not None
+        and oldest.committed_at
+        and captured.committed_at
+        and oldest.committed_at < captured.committed_at
+    ):
+        return (f"snapshot {captured_through}, up to which changes were captured, is not an "
+                "ancestor of the current snapshot: the table was rolled back past it")  # fmt: skip
+    return f"snapshot {gone} is no longer in the table's metadata (its snapshots were expired)"
 
 
 def _lost(history: History, found: list[SnapshotInfo], captured_through: int | None) -> str:
