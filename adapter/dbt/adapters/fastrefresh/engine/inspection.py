@@ -82,7 +82,8 @@ def staleness_of(
     current = schema_hash(masters, plan)
     if not same_master_columns(record.config.master_schema_hash, current, masters):
         return Staleness.NEEDS_COMPILE, (
-            "a master table's columns the query reads changed since the last refresh"
+            "a master table's columns the query reads, or its identifier fields, changed "
+            "since the last refresh"
         )
     moved = zone_moved(state, plan, (zone or env.sql.time_zone)() if plan.zoned else None)
     if moved is not None:

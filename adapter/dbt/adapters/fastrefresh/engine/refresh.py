@@ -567,7 +567,8 @@ def _since_built(
         )
     if not same_master_columns(config.master_schema_hash, columns_hash, masters):
         return Reason(
-            ReasonCode.MASTER_COLUMNS_CHANGED, "a master table's columns the query reads changed"
+            ReasonCode.MASTER_COLUMNS_CHANGED,
+            "a master table's columns the query reads, or its identifier fields, changed",
         )
     moved = zone_moved(view.state, plan, time_zone)
     if moved is not None:
