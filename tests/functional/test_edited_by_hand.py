@@ -109,8 +109,12 @@ def test_a_log_edited_by_hand_is_found_and_created_again(spark: Any, edit: str, 
     message = str(failed.value)
     assert f"{s}.mlog__m was changed outside dbt-fastrefresh" in message, message
     assert "drop_mview_log" in message, message
+    journal = env.runtime.journal(env.registry)
+    recorded = len(journal.refreshes)
     first = _forced(spark, env, view, sql, up)
     assert first.refresh_type is RefreshType.COMPLETE, first.reason
+    # The failure that found the log (SQL path) is not recorded: the refresh succeeded.
+    assert [r.status for r in journal.refreshes[recorded:]] == ["SUCCESS"]
     assert any("changed outside dbt-fastrefresh" in said for said in first.logs_created)
     for view, sql in list(views.items())[1:]:
         assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.COMPLETE

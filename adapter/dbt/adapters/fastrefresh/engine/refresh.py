@@ -906,6 +906,7 @@ class _Refresh:
         self.previous_filled: tuple[str, ...] = ()
         # Why a fast refresh failed while applying (``_apply_or_rebuild``), for its journal.
         self.failed_because: Reason | None = None
+        self.altered_asked: BaseException | None = None  # the failure _altered_logs read
         # Masters ``resolve_views`` read fresh (``load_masters``).
         self.read: dict[TableName, TableMeta] = {}
         # The masters with their logs, as first read (``_masters_and_run``); set before
@@ -1138,7 +1139,10 @@ class _Refresh:
         log's columns from its configuration (a ``DESCRIBE`` each refresh spared), so
         only a failure makes it read them (``log_table_altered``). None: no such log."""
         text = str(exc)
-        if isinstance(exc, FastRefreshError) or not _ERROR_CLASS.search(text):
+        if exc is self.altered_asked or isinstance(exc, FastRefreshError):
+            return None
+        self.altered_asked = exc
+        if not _ERROR_CLASS.search(text):
             return None
         found: list[str] = []
         masters = []
@@ -1305,6 +1309,9 @@ class _Refresh:
                 )  # fmt: skip
                 log_rows, noop = self._outcome
             except Exception as exc:
+                altered = self._altered_logs(exc)
+                if altered is not None:  # the refresh runs again knowing it (_held)
+                    raise altered from exc
                 failed = self.failed_because or reason
                 self._journal(_type_of(reason), failed, 0, "FAILED", str(exc))
                 raise
