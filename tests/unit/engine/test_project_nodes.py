@@ -41,7 +41,8 @@ def test_a_view_built_before_nodes_were_recorded_is_left_alone() -> None:
 
 def test_a_removed_moved_or_rematerialized_model_releases_its_view() -> None:
     removed = dataclasses.replace(CONFIG, dbt_node="model.shop.gone")
-    assert "no longer in this dbt project" in (ALICE.gone(VIEW, removed) or "")
+    gone = TableName("dbt_alice", "gone")
+    assert "no longer in this dbt project" in (ALICE.gone(gone, removed) or "")
     moved = dataclasses.replace(CONFIG, dbt_node="model.shop.moved")
     old = TableName("dbt_alice_away", "moved")
     assert "now builds dbt_alice.moved" in (ALICE.gone(old, moved) or "")
@@ -49,6 +50,19 @@ def test_a_removed_moved_or_rematerialized_model_releases_its_view() -> None:
     assert "materialized as 'table'" in (
         ALICE.gone(TableName("dbt_alice", "now_table"), table) or ""
     )
+
+
+def test_a_view_another_model_builds_now_is_kept() -> None:
+    """A model renamed with its alias kept (``orders_agg.sql`` to ``orders_agg_v2.sql``,
+    ``alias='orders_agg'``): its view records the old node until a complete refresh,
+    and the new one builds it."""
+    renamed = ProjectNodes(
+        "shop:dbt_alice", {"model.shop.orders_agg_v2": (VIEW, "fast_refresh")}
+    )
+    assert renamed.gone(VIEW, CONFIG) is None
+    # Built by the renamed model as another materialization: released.
+    as_table = ProjectNodes("shop:dbt_alice", {"model.shop.orders_agg_v2": (VIEW, "table")})
+    assert "no longer in this dbt project" in (as_table.gone(VIEW, CONFIG) or "")
 
 
 def test_the_recorded_node_survives_the_definition_json() -> None:

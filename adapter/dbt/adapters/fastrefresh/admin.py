@@ -173,8 +173,12 @@ class ProjectNodes:
         """Why no model of this project builds ``view`` any more, which a model of it
         built (its definition records the node); None: one does, or the view is not this
         project's on this target (another project's or target's, or built before the node
-        was recorded)."""
+        was recorded). A view another model of the project builds now as fast_refresh (the
+        model renamed, its alias kept) is kept: its recorded node is the old model's until
+        its next complete refresh."""
         if config.dbt_project != self.name or not config.dbt_node:
+            return None
+        if (view, "fast_refresh") in self.relations.values():
             return None
         now, materialized = self.relations.get(config.dbt_node, (None, None))
         if now is None:
