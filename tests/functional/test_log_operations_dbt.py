@@ -110,10 +110,12 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
         ready.run_sql(f"create table {schema}.hooked (id int not null) using iceberg")
         write_file(
             "{{ config(materialized='table', file_format='iceberg', pre_hook=\"{{ "
-            f"fast_refresh.create_mview_log('{schema}.hooked', key=['id']) "
+            f"fast_refresh.create_mview_log('{schema}.hooked', key=['id'], if_not_exists=true) "
             "}}\") }} select 1 as id",
             ready.project_root, "models", "uses_hook.sql",
         )  # fmt: skip
+        # As docs/logs-and-capture.md writes it: the hook runs on every run.
+        run_dbt(["run", "--select", "uses_hook"])
         run_dbt(["run", "--select", "uses_hook"])
         rows = ready.run_sql(
             f"select log_table from {schema}_reg.mview_logs where master = '{schema}.hooked'",
