@@ -56,9 +56,7 @@ def test_a_view_another_model_builds_now_is_kept() -> None:
     """A model renamed with its alias kept (``orders_agg.sql`` to ``orders_agg_v2.sql``,
     ``alias='orders_agg'``): its view records the old node until a complete refresh,
     and the new one builds it."""
-    renamed = ProjectNodes(
-        "shop:dbt_alice", {"model.shop.orders_agg_v2": (VIEW, "fast_refresh")}
-    )
+    renamed = ProjectNodes("shop:dbt_alice", {"model.shop.orders_agg_v2": (VIEW, "fast_refresh")})
     assert renamed.gone(VIEW, CONFIG) is None
     # Built by the renamed model as another materialization: released.
     as_table = ProjectNodes("shop:dbt_alice", {"model.shop.orders_agg_v2": (VIEW, "table")})
