@@ -344,10 +344,19 @@ def schema_hash(masters: list[MasterState], plan: ViewPlan | None = None) -> str
     stays fast. Of every master column without a supported ``plan``, as views built by
     earlier development builds stored it (``same_master_columns`` takes either)."""
     text = ";".join(
-        f"{m.name}:" + ",".join(f"{c.name} {c.type}" for c in _hashed_columns(m, plan))
+        f"{m.name}:"
+        + ",".join(_hashed(c, m.meta.identifier_fields) for c in _hashed_columns(m, plan))
         for m in masters
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _hashed(column: Column, identifier_fields: Sequence[str]) -> str:
+    """A column as ``schema_hash`` takes it: an identifier field marked as one, so that
+    dropping or changing the identifier fields changes the hash where the query reads
+    those columns too."""
+    key = " key" if column.name in identifier_fields else ""
+    return f"{column.name} {column.type}{key}"
 
 
 def _hashed_columns(m: MasterState, plan: ViewPlan | None) -> Sequence[Column]:
@@ -1309,11 +1318,7 @@ class _Refresh:
                 )  # fmt: skip
                 log_rows, noop = self._outcome
             except Exception as exc:
-                altered = self._altered_logs(exc)
-                if altered is not None:  # the refresh runs again knowing it (_held)
-                    raise altered from exc
-                failed = self.failed_because or reason
-                self._journal(_type_of(reason), failed, 0, "FAILED", str(exc))
+                self._apply_failed(exc, reason)
                 raise
         mark = self._phase("apply", mark)
         self._ensure_view(record if reason is None else None, before=record)
@@ -1328,6 +1333,16 @@ class _Refresh:
             self.view, refresh_type, reason, log_rows, seconds, self.phases, noop,
             logs_created=tuple(self.logs_created), log_warnings=tuple(self.log_warnings),
         )  # fmt: skip
+
+    def _apply_failed(self, exc: Exception, reason: Reason | None) -> None:
+        """After the view's write failed: a log whose columns were changed by hand, found
+        from the failure (SQL path), raises ``LogTableAltered`` and the refresh runs
+        again knowing it (``_held``), with no FAILED row; any other failure is recorded."""
+        altered = self._altered_logs(exc)
+        if altered is not None:
+            raise altered from exc
+        failed = self.failed_because or reason
+        self._journal(_type_of(reason), failed, 0, "FAILED", str(exc))
 
     def _shape_never_fast(self, loaded: list[MasterState]) -> bool:
         """Whether the query's shape can never refresh fast, whatever logs its masters
