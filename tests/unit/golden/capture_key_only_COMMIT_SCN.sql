@@ -207,7 +207,7 @@ WITH src AS (
             ),
             ord__
           ).xid__ AS STRING),
-          '; a keyed log needs a unique key. Fix: make the key unique, or drop the log and create it with another key, or key-less (key=[]).'
+          '; a keyed log needs a unique key. Fix: make the key unique, then drop the log (dbt run-operation fast_refresh.drop_mview_log --args "{master: g.t}") and let the next dbt run create it again from the table as it is then, or create it again yourself with another key, or key-less (key=[]); the views on it rebuild once. Until the log is dropped the commit stays in its range: neither the key made unique nor --full-refresh gets past it.'
         )
       ) AS BOOLEAN),
       TRUE

@@ -74,10 +74,17 @@ def duplicate_key_message(master: TableName) -> str:
     return f"dbt-fastrefresh: master {master} has more than one row with key ("
 
 
-DUPLICATE_KEY_FIX = (
-    "; a keyed log needs a unique key. Fix: make the key unique, or drop the log and "
-    "create it with another key, or key-less (key=[])."
-)
+def duplicate_key_fix(master: TableName) -> str:
+    """The end of the duplicate key's message: the commit stays in the log's range, so
+    only a log created again (from the table as it is then) gets past it."""
+    return (
+        "; a keyed log needs a unique key. Fix: make the key unique, then drop the log "
+        f'(dbt run-operation fast_refresh.drop_mview_log --args "{{master: {master}}}") and '
+        "let the next dbt run create it again from the table as it is then, or create it "
+        "again yourself with another key, or key-less (key=[]); the views on it rebuild "
+        "once. Until the log is dropped the commit stays in its range: neither the key made "
+        "unique nor --full-refresh gets past it."
+    )
 
 
 def duplicate_key_failure(exc: BaseException, master: TableName) -> FastRefreshError | None:
@@ -85,7 +92,9 @@ def duplicate_key_failure(exc: BaseException, master: TableName) -> FastRefreshE
     (``_duplicate_key_error``): its message alone, where Spark's error wraps it in its
     own and a Java stack trace (through py4j, once per task that raised it). None: another
     error."""
-    pattern = re.escape(duplicate_key_message(master)) + ".*?" + re.escape(DUPLICATE_KEY_FIX)
+    pattern = (
+        re.escape(duplicate_key_message(master)) + ".*?" + re.escape(duplicate_key_fix(master))
+    )
     found = re.search(pattern, str(exc), re.DOTALL)
     return None if found is None else FastRefreshError(found[0])
 
@@ -96,7 +105,7 @@ def _duplicate_key_error(config: LogConfig, keys: Sequence[str], snapshot: str) 
     key_text = " || ', ' || ".join(f"coalesce(cast({k} AS STRING), 'NULL')" for k in keys)
     return (
         f"raise_error(concat({string(duplicate_key_message(config.master))}, {key_text}, "
-        f"{string(') in snapshot ')}, cast({snapshot} AS STRING), {string(DUPLICATE_KEY_FIX)}))"
+        f"{string(') in snapshot ')}, cast({snapshot} AS STRING), {string(duplicate_key_fix(config.master))}))"
     )
 
 
