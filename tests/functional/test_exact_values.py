@@ -409,7 +409,8 @@ def test_a_bigint_sum_past_2_63_rebuilds_and_averages_stay_sparks(spark, path: s
         want = spark.sql(sql).collect()
         assert sorted(map(str, got)) == sorted(map(str, want)), view
         if result.refresh_type == "COMPLETE" and exists:
-            assert result.reason is not None and result.reason.code is ReasonCode.DELTA_RAISED
+            assert result.reason is not None, view
+            assert result.reason.code is ReasonCode.SUM_OUT_OF_RANGE, result.reason
             assert "BIGINT sum passed 2^63" in str(result.reason), result.reason
         return result.refresh_type
 
@@ -429,6 +430,61 @@ def test_a_bigint_sum_past_2_63_rebuilds_and_averages_stay_sparks(spark, path: s
     for statement, types in expected:
         spark.sql(statement)
         assert [refreshed(grouped), refreshed(grouped_mor), refreshed(total)] == types, statement
+
+
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_a_decimal_sum_past_its_type_stays_null_as_sparks(spark: Any, path: str) -> None:
+    """Spark's SUM of DECIMAL(38,2) is NULL where a group's exact sum passes 10^36 (ANSI
+    off). The view kept that NULL, and its next fast refresh added the changes to it as to
+    0: the view showed a number where the query gives NULL (a hunt through dbt found it).
+    A kept NULL over values now stops the statement, and 'force' rebuilds; a sum that
+    passes its type in a fast refresh is NULL, as Spark's."""
+    from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+
+    schema = f"exact_decimal_past_{path}"
+    master = f"{schema}.m"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {master} (k BIGINT NOT NULL, g STRING, x DECIMAL(38,2)) USING iceberg")
+    big = "400000000000000000000000000000000000.00"  # 4e35: three of them pass 10^36
+    spark.sql(f"INSERT INTO {master} VALUES (1, 'a', {big}), (2, 'a', {big}), (3, 'b', 1)")
+    env = env_for(spark, f"{schema}_registry", path)
+    mlog.create_mview_log(env, master, key=["k"])
+    mor = refresh.TableSpec(properties={"write.merge.mode": "merge-on-read", "format-version": "2"})
+    views = {
+        TableName(schema, "grouped"): (f"SELECT g, sum(x) AS sx, count(*) AS n FROM {master} GROUP BY g", None),
+        TableName(schema, "grouped_mor"): (f"SELECT g, sum(x) AS sx FROM {master} GROUP BY g", mor),
+        TableName(schema, "global"): (f"SELECT sum(x) AS sx, count(*) AS n FROM {master}", None),
+    }  # fmt: skip
+
+    def refreshed(view: TableName, exists: bool = True) -> str:
+        sql, table = views[view]
+        result = refresh.refresh_view(
+            env, view=view, sql=sql, method="force", exists=exists, table=table
+        )
+        columns = ", ".join(spark.sql(sql).columns)
+        got = spark.sql(f"SELECT {columns} FROM {view.sql}").collect()
+        assert sorted(map(str, got)) == sorted(map(str, spark.sql(sql).collect())), view
+        if result.refresh_type == "COMPLETE" and exists:
+            assert result.reason is not None, view
+            assert result.reason.code is ReasonCode.SUM_OUT_OF_RANGE, result.reason
+            assert "DECIMAL sum passed its type" in str(result.reason), result.reason
+        return str(result.refresh_type)
+
+    assert [refreshed(v, exists=False) for v in views] == ["COMPLETE"] * 3
+    expected = [
+        # 'a' passes 10^36: NULL, as Spark's SUM, fast.
+        (f"INSERT INTO {master} VALUES (4, 'a', {big})", ["FAST"] * 3),
+        # Only 'b' changes: the MERGE leaves 'a' as it is; the overwrite reads 'a''s NULL
+        # over values, and rebuilds; so does the global aggregate's one group.
+        (f"INSERT INTO {master} VALUES (5, 'b', 2)", ["COMPLETE", "FAST", "COMPLETE"]),
+        # 'a' back under 10^36 (8e35): its kept sum is NULL, so the views rebuild once...
+        (f"DELETE FROM {master} WHERE k = 4", ["COMPLETE"] * 3),
+        # ... and then refresh fast.
+        (f"INSERT INTO {master} VALUES (6, 'b', 3), (7, 'a', -5)", ["FAST"] * 3),
+    ]
+    for statement, types in expected:
+        spark.sql(statement)
+        assert [refreshed(v) for v in views] == types, statement
 
 
 def _as_shown(spark: Any, sql: str) -> list[tuple[Any, ...]]:

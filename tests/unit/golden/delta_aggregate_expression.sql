@@ -68,7 +68,13 @@ WHEN MATCHED THEN UPDATE SET
       t.__fr_cnt_0 + s.__fr_d_cnt_0
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    IF(
+      t.__fr_sum_0 IS NULL AND t.__fr_cnt_0 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of m1.x (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    )
   ) AS DECIMAL(20, 2)),
   `__fr_cnt_1` = CAST((
     t.__fr_cnt_1 + s.__fr_d_cnt_1
@@ -78,21 +84,39 @@ WHEN MATCHED THEN UPDATE SET
       t.__fr_cnt_1 + s.__fr_d_cnt_1
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
+    IF(
+      t.__fr_sum_1 IS NULL AND t.__fr_cnt_1 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of m1.y (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
+    )
   ) AS DECIMAL(20, 2)),
   `s2` = CAST(CAST(IF(
     (
       t.__fr_cnt_0 + s.__fr_d_cnt_0
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    IF(
+      t.__fr_sum_0 IS NULL AND t.__fr_cnt_0 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of m1.x (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    )
   ) AS DECIMAL(20, 2)) * 2 AS DOUBLE),
   `r` = CAST(CAST(IF(
     (
       t.__fr_cnt_1 + s.__fr_d_cnt_1
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
+    IF(
+      t.__fr_sum_1 IS NULL AND t.__fr_cnt_1 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of m1.y (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_1, 0) + COALESCE(s.__fr_d_sum_1, 0)
+    )
   ) AS DECIMAL(20, 2)) / CAST((
     t.__fr_count + s.__fr_d_count
   ) AS BIGINT) AS DOUBLE)

@@ -64,7 +64,13 @@ WHEN MATCHED THEN UPDATE SET
       t.__fr_cnt_0 + s.__fr_d_cnt_0
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    IF(
+      t.__fr_sum_0 IS NULL AND t.__fr_cnt_0 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of CASE WHEN m1.x > 1 THEN m1.x END (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    )
   ) AS DECIMAL(20, 2)),
   `__fr_cnt_1` = CAST((
     t.__fr_cnt_1 + s.__fr_d_cnt_1
@@ -74,7 +80,13 @@ WHEN MATCHED THEN UPDATE SET
       t.__fr_cnt_0 + s.__fr_d_cnt_0
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    IF(
+      t.__fr_sum_0 IS NULL AND t.__fr_cnt_0 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of CASE WHEN m1.x > 1 THEN m1.x END (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    )
   ) AS DECIMAL(20, 2)) AS DOUBLE),
   `ny` = CAST(CAST((
     t.__fr_cnt_1 + s.__fr_d_cnt_1

@@ -93,7 +93,13 @@ WHEN MATCHED THEN UPDATE SET
       t.__fr_cnt_0 + s.__fr_d_cnt_0
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    IF(
+      t.__fr_sum_0 IS NULL AND t.__fr_cnt_0 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of b.x (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    )
   ) AS DECIMAL(20, 2)),
   `n` = CAST(CAST((
     t.__fr_count + s.__fr_d_count
@@ -103,7 +109,13 @@ WHEN MATCHED THEN UPDATE SET
       t.__fr_cnt_0 + s.__fr_d_cnt_0
     ) = 0,
     NULL,
-    COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    IF(
+      t.__fr_sum_0 IS NULL AND t.__fr_cnt_0 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of b.x (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      COALESCE(t.__fr_sum_0, 0) + COALESCE(s.__fr_d_sum_0, 0)
+    )
   ) AS DECIMAL(20, 2)) AS DOUBLE)
 WHEN NOT MATCHED AND s.__fr_d_count > 0 THEN INSERT (`g`, `n`, `sx`, `__fr_count`, `__fr_cnt_0`, `__fr_sum_0`) VALUES (
   CAST(s.__fr_g_0 AS DOUBLE),

@@ -31,9 +31,21 @@ WITH imgs AS (
     t.`g` AS __fr_g_0,
     t.__fr_count AS __fr_d_count,
     t.__fr_cnt_0 AS __fr_d_cnt_0,
-    t.__fr_sum_0 AS __fr_d_sum_0,
+    IF(
+      t.__fr_sum_0 IS NULL AND t.__fr_cnt_0 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of m1.x (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      t.__fr_sum_0
+    ) AS __fr_d_sum_0,
     t.__fr_cnt_1 AS __fr_d_cnt_1,
-    t.__fr_sum_1 AS __fr_d_sum_1
+    IF(
+      t.__fr_sum_1 IS NULL AND t.__fr_cnt_1 > 0,
+      CAST(RAISE_ERROR(
+        'dbt-fastrefresh: a group\'s DECIMAL sum passed its type, where Spark\'s SUM is NULL, of m1.y (rebuild the view: dbt run --full-refresh)'
+      ) AS DECIMAL(20, 2)),
+      t.__fr_sum_1
+    ) AS __fr_d_sum_1
   FROM `g`.`aggregate_signed` AS t
   UNION ALL
   SELECT

@@ -65,7 +65,7 @@ from dbt.adapters.fastrefresh.ivm.analysis import (
     tables_of,
 )
 from dbt.adapters.fastrefresh.ivm.checks import NOT_A_MASTER
-from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_FIX, NON_FINITE_LEFT
+from dbt.adapters.fastrefresh.ivm.sqlgen.aggregate import NON_FINITE_FIX, NON_FINITE_LEFT, SUM_GUARD
 from dbt.adapters.fastrefresh.mlog.consumers import (
     Setup,
     purge_after_refresh,
@@ -738,6 +738,16 @@ def _row_error(message: str) -> str | None:
     else:
         said = f"raise_error/assert_true said '{match[3].strip()}'"
     return said if len(said) <= 300 else said[:297] + "..."
+
+
+def _sum_guard(message: str) -> str | None:
+    """What a guard of a group's sum said (``SUM_GUARD``: a BIGINT sum past 2^63, a
+    DECIMAL sum past its type or past what its exact addition or AVG keeps), without its
+    fix; None: no such guard stopped the statement."""
+    if "Job aborted" not in message or SUM_GUARD not in message:
+        return None
+    said = message[message.index(SUM_GUARD) + len("dbt-fastrefresh: ") :].split("\n", 1)[0]
+    return re.split(r" \(rebuild the view|; rebuild the view", said, maxsplit=1)[0].strip()
 
 
 def _refreshed_empty(view: TableName) -> FastRefreshError:
@@ -1611,7 +1621,8 @@ class _Refresh:
         **state: Any,
     ) -> Reason | None:
         """``_apply``; when its fast statement stopped before it committed, because a NaN
-        or an infinity left a floating-point sum (``NON_FINITE_LEFT``) or because the
+        or an infinity left a floating-point sum (``NON_FINITE_LEFT``), a group's sum left
+        what its type or its exact arithmetic keeps (``SUM_GUARD``), or because the
         query's expressions raised over a changed row (``_row_error``), a complete refresh
         under ``force``, an error naming the fix under ``fast``. Returns why the refresh
         was complete (None: it was fast)."""
@@ -1631,6 +1642,8 @@ class _Refresh:
                     f"{argument.strip()}, which cannot subtract it (NaN - NaN and Infinity "
                     "- Infinity are NaN)",
                 )
+            elif (guard := _sum_guard(message)) is not None:
+                reason = Reason(ReasonCode.SUM_OUT_OF_RANGE, guard)
             elif (raised := _row_error(message)) is not None:
                 reason = Reason(
                     ReasonCode.DELTA_RAISED,

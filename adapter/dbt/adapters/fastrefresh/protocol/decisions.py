@@ -84,6 +84,7 @@ class ReasonCode(str, enum.Enum):
     RANGE_TOO_LARGE = "range_too_large"
     NON_FINITE_LEFT = "non_finite_left"
     DELTA_RAISED = "delta_raised"
+    SUM_OUT_OF_RANGE = "sum_out_of_range"
 
 
 EXPECTED = frozenset(

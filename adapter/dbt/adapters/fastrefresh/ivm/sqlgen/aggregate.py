@@ -44,6 +44,15 @@ WIDE_SUM_FIX = (
     " (rebuild the view: dbt run --full-refresh; to refresh it fast, sum or average the "
     "argument cast to DECIMAL(38,0))"
 )
+# The start of a DECIMAL sum's guard: Spark's SUM is NULL where a group's exact sum passes
+# its type (ANSI off), and a kept NULL over values cannot be added to; the build's answer
+# is NULL, or a number once rows left, so the refresh stops and 'force' rebuilds.
+DECIMAL_SUM_OVERFLOWED = (
+    "dbt-fastrefresh: a group's DECIMAL sum passed its type, where Spark's SUM is NULL, of "
+)
+DECIMAL_SUM_FIX = " (rebuild the view: dbt run --full-refresh)"
+# What every guard of a group's sum says first (the two above and ``_unless_beyond``'s).
+SUM_GUARD = "dbt-fastrefresh: a group's "
 _WIDE = "decimal(38,0)"
 _BIGINT_RANGE = (-(2**63), 2**63 - 1)
 
@@ -173,6 +182,8 @@ def _component_values(
                 old = _col("t", f"__fr_sum_{j}") if side else None
                 old_count = _col("t", f"__fr_cnt_{j}") if side else exp.Literal.number(0)
                 total = _kept_bigint(total, old_count, old, plan.components[j])
+            elif side and _DECIMAL.fullmatch(sum_type):
+                total = _kept_decimal(total, j, plan.components[j], sum_type)
             hidden[f"__fr_sum_{j}"] = exp.If(
                 this=exp.EQ(this=count.copy(), expression=exp.Literal.number(0)),
                 true=exp.Null(), false=total,
@@ -226,7 +237,7 @@ def _unless_beyond(
           for s in sums)
     )  # fmt: skip
     message = (
-        f"fast refresh: a group's sum reached 1E{room}, beyond what {what} can be "
+        f"{SUM_GUARD}sum reached 1E{room}, beyond what {what} can be "
         "maintained exactly; rebuild the view (dbt run --full-refresh) or set "
         "refresh_method='complete'"
     )
@@ -346,6 +357,19 @@ def _kept_bigint(
     return exp.If(this=passed, true=_cast(stop, "bigint"), false=_cast(total, "bigint"))
 
 
+def _kept_decimal(total: exp.Expression, j: int, what: str, sum_type: str) -> exp.Expression:
+    """A group's new DECIMAL sum, unless its kept sum is NULL over values: past its type
+    at the build or an earlier refresh, as Spark's SUM gives it (``DECIMAL_SUM_OVERFLOWED``).
+    A sum that passes its type here is NULL, as Spark's."""
+    null_over_values = exp.and_(
+        exp.Is(this=_col("t", f"__fr_sum_{j}"), expression=exp.Null()),
+        exp.GT(this=_col("t", f"__fr_cnt_{j}"), expression=exp.Literal.number(0)),
+    )
+    message = DECIMAL_SUM_OVERFLOWED + what + DECIMAL_SUM_FIX
+    stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
+    return exp.If(this=null_over_values, true=_cast(stop, sum_type), false=total)
+
+
 def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
     """The hidden counts and sums of ``plan``, each with a changed row's signed value.
 
@@ -463,10 +487,20 @@ def _signed_overwrite(
 def _view_term(plan: ViewPlan, term: SignedTerm, types: Mapping[str, str]) -> str:
     """A view row's hidden count or sum in the overwrite's ``UNION ALL``: a BIGINT sum as
     DECIMAL(38,0), stopping the statement where it is NULL over values (passed 2^63 at the
-    build, ``WIDE_SUM_PASSED``)."""
-    if not term.is_sum or _delta_type(types[term.hidden]) == types[term.hidden]:
+    build, ``WIDE_SUM_PASSED``); a DECIMAL sum NULL over values (past its type,
+    ``DECIMAL_SUM_OVERFLOWED``) stops it too, where ``sum()`` would skip it as 0."""
+    if not term.is_sum:
         return f"t.{term.hidden} AS {term.delta}"
     j = term.hidden.removeprefix("__fr_sum_")
+    sum_type = types[term.hidden]
+    if _DECIMAL.fullmatch(sum_type):
+        message = string(DECIMAL_SUM_OVERFLOWED + plan.components[int(j)] + DECIMAL_SUM_FIX)
+        return (
+            f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({message}) "
+            f"AS {sum_type}), t.{term.hidden}) AS {term.delta}"
+        )
+    if _delta_type(sum_type) == sum_type:
+        return f"t.{term.hidden} AS {term.delta}"
     message = string(_wide_sum_message(plan.components[int(j)]))
     return (
         f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({message}) AS "
