@@ -830,7 +830,8 @@ class _Staging:
         # Metadata columns are not seen through a view: selected here when wanted. The
         # other columns are selected by the SQL that reads the view (``_select``).
         if positions:
-            frame = frame.select(*self.names, "_file", "_pos")
+            # Quoted: a name holding a dot (`x.y`) is a column, not a struct's field.
+            frame = frame.select(*(ident(n) for n in self.names), "_file", "_pos")
         frame.createOrReplaceTempView(view)
         self.views.append(view)
         return view
