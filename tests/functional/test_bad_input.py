@@ -534,3 +534,34 @@ def test_a_column_dropped_from_the_master_that_a_view_reads_names_it(spark: Any,
     ), message
     assert "Fix: correct the model's SQL, or restore the column" in message, message
     said_only(message)
+
+
+def test_output_columns_named_like_hidden_ones_are_refused_and_nothing_is_created(
+    spark: Any,
+) -> None:
+    """An output column named ``__fr_*``: the view was built (COMPLETE, "reserved"), but
+    without that column, which the view over the storage table left out as hidden (a hunt
+    through dbt found it). The model now fails naming the column and the fix, before any
+    write: no log, no table."""
+    schema = "bad_reserved_output"
+    spark.sql(f"CREATE SCHEMA {schema}")
+    spark.sql(f"CREATE TABLE {schema}.src (k BIGINT NOT NULL, x INT) USING iceberg")
+    spark.sql(f"INSERT INTO {schema}.src VALUES (1, 1)")
+    env = env_for(spark, f"{schema}_registry", "java")
+    upstream = (Upstream(TableName(schema, "src"), "source.p.shop.src"),)
+    before = tables(spark, schema)
+    for sql, named in [
+        (f"SELECT k AS __fr_count, x FROM {schema}.src", "__fr_count"),
+        (f"SELECT x, count(*) AS __FR_n FROM {schema}.src GROUP BY x", "__FR_n"),
+        (f"WITH s AS (SELECT * FROM {schema}.src) SELECT k, rand() AS __fr_r FROM s", "__fr_r"),
+        (f"SELECT k AS __fr_k FROM {schema}.src UNION ALL SELECT x FROM {schema}.src", "__fr_k"),
+    ]:
+        with pytest.raises(FastRefreshError) as info:
+            refresh.refresh_view(
+                env, view=TableName(schema, "v"), sql=sql, method="force", exists=False,
+                upstream=upstream,
+            )  # fmt: skip
+        message = str(info.value)
+        assert f"The query of {schema}.v outputs column(s) {named}: names starting" in message
+        assert "Fix: rename them" in message, message
+        assert tables(spark, schema) == before

@@ -750,6 +750,28 @@ def _sum_guard(message: str) -> str | None:
     return re.split(r" \(rebuild the view|; rebuild the view", said, maxsplit=1)[0].strip()
 
 
+def _refuse_reserved_outputs(view: TableName, sql: str) -> None:
+    """A query whose output columns are named ``__fr_*`` (its first branch's, for a set
+    operation), refused before any write: the view over the storage table leaves such
+    columns out as hidden, so the view would lack them."""
+    try:
+        tree = sqlglot.parse_one(sql, read=DIALECT)
+    except SqlglotError:
+        return  # the build says what is wrong with the query
+    while isinstance(tree, exp.SetOperation):
+        tree = tree.left
+    if not isinstance(tree, exp.Query):
+        return
+    reserved = [n for n in tree.named_selects if n.lower().startswith(HIDDEN_PREFIX)]
+    if reserved:
+        raise FastRefreshError(
+            f"The query of {view} outputs column(s) {', '.join(reserved)}: names starting "
+            f"with {HIDDEN_PREFIX} are kept for the hidden columns of the view's storage "
+            "table, and the view would leave them out. Fix: rename them in the model's SQL "
+            "(AS another name)."
+        )
+
+
 def _refreshed_empty(view: TableName) -> FastRefreshError:
     """refresh_mviews of a view ``dbt run --empty`` built: its stored definition is the
     one dbt limited to no rows."""
@@ -1388,6 +1410,7 @@ class _Refresh:
         write: a refresh that fails here (an empty build refreshed by refresh_mviews,
         ``on_schema_change: fail``, a 'fast' build of a view never fast) writes nothing.
         Then the logs ``_with_new_columns`` left to create again are."""
+        _refuse_reserved_outputs(self.view, self.sql)
         self._only_reading(masters, reason, record)
         if reason is not None and reason.code is ReasonCode.BUILT_EMPTY and not self.model:
             raise _refreshed_empty(self.view)
