@@ -167,29 +167,3 @@ def test_a_compacted_and_expired_unchanged_dimension_keeps_the_join_aggregate_fa
     assert sorted(spark.sql(f"SELECT {columns} FROM {view.sql}").collect()) == sorted(
         spark.sql(sql).collect()
     )
-
-
-def test_a_masters_identifier_fields_dropped_rebuild_the_views_reading_them(spark: Any) -> None:
-    """docs/fast-refresh.md: a view rebuilds when a master's identifier fields change. It
-    stayed fast where its query reads the key column (a projection of it): the stored
-    hash covered that column's name and type, not that it was an identifier field."""
-    schema = "choice_identifier_fields"
-    env = keyed_master_with_log(spark, schema, rows=20, groups=3)
-    view, sql = TableName(schema, "v"), f"SELECT k, x FROM {schema}.m"
-
-    def run(exists: bool) -> refresh.RefreshResult:
-        return refresh.refresh_view(env, view=view, sql=sql, method="force", exists=exists)
-
-    assert run(False).refresh_type == "COMPLETE"
-    spark.sql(f"ALTER TABLE {schema}.m DROP IDENTIFIER FIELDS k")
-    spark.sql(f"UPDATE {schema}.m SET x = 7 WHERE k = 3")
-    result = run(True)
-    assert result.refresh_type == "COMPLETE", result.reason
-    assert result.reason is not None
-    assert result.reason.code is ReasonCode.MASTER_COLUMNS_CHANGED, result.reason
-    assert "identifier fields" in str(result.reason), result.reason
-    assert sorted(spark.sql(f"SELECT k, x FROM {view}").collect()) == sorted(
-        spark.sql(sql).collect()
-    )
-    spark.sql(f"UPDATE {schema}.m SET x = 8 WHERE k = 4")
-    assert run(True).refresh_type == "FAST"

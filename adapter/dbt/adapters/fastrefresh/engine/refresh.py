@@ -344,19 +344,10 @@ def schema_hash(masters: list[MasterState], plan: ViewPlan | None = None) -> str
     stays fast. Of every master column without a supported ``plan``, as views built by
     earlier development builds stored it (``same_master_columns`` takes either)."""
     text = ";".join(
-        f"{m.name}:"
-        + ",".join(_hashed(c, m.meta.identifier_fields) for c in _hashed_columns(m, plan))
+        f"{m.name}:" + ",".join(f"{c.name} {c.type}" for c in _hashed_columns(m, plan))
         for m in masters
     )
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _hashed(column: Column, identifier_fields: Sequence[str]) -> str:
-    """A column as ``schema_hash`` takes it: an identifier field marked as one, so that
-    dropping or changing the identifier fields changes the hash where the query reads
-    those columns too."""
-    key = " key" if column.name in identifier_fields else ""
-    return f"{column.name} {column.type}{key}"
 
 
 def _hashed_columns(m: MasterState, plan: ViewPlan | None) -> Sequence[Column]:
