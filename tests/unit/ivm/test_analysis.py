@@ -217,6 +217,25 @@ def test_unsupported_constructs_are_named(sql: str, construct: str) -> None:
     assert construct in (p.reason or "")
 
 
+def test_a_master_column_named_like_a_hidden_one_is_named_as_such() -> None:
+    """A master column ``__fr_count`` (not a storage table's): the query that reads it
+    was refused as "could not be resolved" (the planner leaves such names out of what a
+    query may read), which said the column was not there; a hunt through dbt found it."""
+    from dbt.adapters.fastrefresh.iceberg.columns import Column
+    from dbt.adapters.fastrefresh.ivm.analysis import analyze
+
+    b = TableName("shop", "b")
+    columns = {b: [Column("id", "int"), Column("__fr_count", "int")]}
+    for sql in (
+        "select id, `__fr_count` as c from shop.b",
+        "select id, sum(__fr_count) as s from shop.b group by id",
+    ):
+        reason = analyze(sql, columns, {b: ["id"]}).reason or ""
+        assert reason.startswith("the query reads column __fr_count of shop.b, a name"), reason
+    other = analyze("select id, nope from shop.b", columns, {b: ["id"]}).reason or ""
+    assert other.startswith("the query could not be resolved against shop.b"), other
+
+
 def test_import_and_renaming_ctes_are_inlined() -> None:
     """dbt's style: an import CTE, a renaming and casting CTE, a final select *."""
     p = plan(

@@ -20,6 +20,7 @@ query to the planner of its shape:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import sqlglot
@@ -84,6 +85,22 @@ def _unsupported(
     return ViewPlan(
         sql, query_hash(sql), Shape.UNSUPPORTED, reason, tuple(masters), reason_code=code
     )
+
+
+_UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved")
+
+
+def _unresolved(against: str, exc: SqlglotError) -> Refused:
+    """The refusal of a query sqlglot could not resolve against its tables: a master
+    column named like a hidden one (``__fr_*``, left out of what the query may name) said
+    so, not as a column that is not there."""
+    found = _UNRESOLVED.search(str(exc))
+    if found is not None and found[1].strip('`"').lower().startswith(HIDDEN_PREFIX):
+        return Refused(
+            f"the query reads column {found[1]} of {against}, a name dbt-fastrefresh keeps "
+            "for the hidden columns of its storage tables (rename the column on its table)"
+        )
+    return Refused(f"the query could not be resolved against {against} ({exc})")
 
 
 def analyze(
@@ -219,7 +236,7 @@ def _plan_semi(
     try:
         qualified = qualify_tree(tree, schema)
     except SqlglotError as exc:
-        raise Refused(f"the query could not be resolved against its tables ({exc})") from exc
+        raise _unresolved("its tables", exc) from exc
     assert isinstance(qualified, exp.Select)
     outer_table = qualified.find(exp.Table)
     assert outer_table is not None
@@ -293,7 +310,7 @@ def _plan_window(
     try:
         qualified = qualify_tree(tree, schema)
     except SqlglotError as exc:
-        raise Refused(f"the query could not be resolved against {master} ({exc})") from exc
+        raise _unresolved(str(master), exc) from exc
     assert isinstance(qualified, exp.Select)
     inner, derived = window_select(qualified)
     parts = partitions(inner)
@@ -350,7 +367,7 @@ def _single_table(
     try:
         qualified = qualify_tree(tree, schema)
     except SqlglotError as exc:
-        raise Refused(f"the query could not be resolved against {master} ({exc})") from exc
+        raise _unresolved(str(master), exc) from exc
     assert isinstance(qualified, exp.Select)
     return master, qualified
 
