@@ -178,12 +178,12 @@ def _component_values(
                 if side
                 else _col("s", f"__fr_d_sum_{j}")
             )
+            old = _col("t", f"__fr_sum_{j}") if side else None
+            old_count = _col("t", f"__fr_cnt_{j}") if side else exp.Literal.number(0)
             if _delta_type(sum_type) != sum_type:
-                old = _col("t", f"__fr_sum_{j}") if side else None
-                old_count = _col("t", f"__fr_cnt_{j}") if side else exp.Literal.number(0)
                 total = _kept_bigint(total, old_count, old, plan.components[j])
-            elif side and _DECIMAL.fullmatch(sum_type):
-                total = _kept_decimal(total, j, plan.components[j], sum_type)
+            elif old is not None and _DECIMAL.fullmatch(sum_type):
+                total = _kept_decimal(total, old_count, old, plan.components[j], sum_type)
             hidden[f"__fr_sum_{j}"] = exp.If(
                 this=exp.EQ(this=count.copy(), expression=exp.Literal.number(0)),
                 true=exp.Null(), false=total,
@@ -345,11 +345,7 @@ def _kept_bigint(
         exp.GT(this=total.copy(), expression=exp.Literal.number(high)),
     ]
     if old is not None:
-        null_over_values = exp.and_(
-            exp.Is(this=old.copy(), expression=exp.Null()),
-            exp.GT(this=count.copy(), expression=exp.Literal.number(0)),
-        )
-        conditions.append(exp.Paren(this=null_over_values))
+        conditions.append(exp.Paren(this=_null_over_values(old, count)))
     passed = exp.or_(*conditions)
     stop = exp.Anonymous(
         this="raise_error", expressions=[exp.Literal.string(_wide_sum_message(what))]
@@ -357,17 +353,24 @@ def _kept_bigint(
     return exp.If(this=passed, true=_cast(stop, "bigint"), false=_cast(total, "bigint"))
 
 
-def _kept_decimal(total: exp.Expression, j: int, what: str, sum_type: str) -> exp.Expression:
-    """A group's new DECIMAL sum, unless its kept sum is NULL over values: past its type
-    at the build or an earlier refresh, as Spark's SUM gives it (``DECIMAL_SUM_OVERFLOWED``).
-    A sum that passes its type here is NULL, as Spark's."""
-    null_over_values = exp.and_(
-        exp.Is(this=_col("t", f"__fr_sum_{j}"), expression=exp.Null()),
-        exp.GT(this=_col("t", f"__fr_cnt_{j}"), expression=exp.Literal.number(0)),
-    )
+def _kept_decimal(
+    total: exp.Expression, count: exp.Expression, old: exp.Expression, what: str, sum_type: str
+) -> exp.Expression:
+    """A group's new DECIMAL sum, unless its kept ``old`` sum is NULL over values (``count``
+    > 0): past its type at the build or an earlier refresh, as Spark's SUM gives it
+    (``DECIMAL_SUM_OVERFLOWED``). A sum that passes its type here is NULL, as Spark's."""
     message = DECIMAL_SUM_OVERFLOWED + what + DECIMAL_SUM_FIX
     stop = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message)])
-    return exp.If(this=null_over_values, true=_cast(stop, sum_type), false=total)
+    return exp.If(this=_null_over_values(old, count), true=_cast(stop, sum_type), false=total)
+
+
+def _null_over_values(old: exp.Expression, count: exp.Expression) -> exp.Condition:
+    """A kept sum that is NULL while its group counts values (``count`` > 0): Spark's
+    answer past the sum's type (DECIMAL) or try_sum's past 2^63 (BIGINT)."""
+    return exp.and_(
+        exp.Is(this=old.copy(), expression=exp.Null()),
+        exp.GT(this=count.copy(), expression=exp.Literal.number(0)),
+    )
 
 
 def signed_terms(plan: ViewPlan, types: Mapping[str, str]) -> list[SignedTerm]:
@@ -489,22 +492,22 @@ def _view_term(plan: ViewPlan, term: SignedTerm, types: Mapping[str, str]) -> st
     DECIMAL(38,0), stopping the statement where it is NULL over values (passed 2^63 at the
     build, ``WIDE_SUM_PASSED``); a DECIMAL sum NULL over values (past its type,
     ``DECIMAL_SUM_OVERFLOWED``) stops it too, where ``sum()`` would skip it as 0."""
-    if not term.is_sum:
-        return f"t.{term.hidden} AS {term.delta}"
+    kept = f"t.{term.hidden}"
+    sum_type = types[term.hidden] if term.is_sum else ""
     j = term.hidden.removeprefix("__fr_sum_")
-    sum_type = types[term.hidden]
     if _DECIMAL.fullmatch(sum_type):
-        message = string(DECIMAL_SUM_OVERFLOWED + plan.components[int(j)] + DECIMAL_SUM_FIX)
-        return (
-            f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({message}) "
-            f"AS {sum_type}), t.{term.hidden}) AS {term.delta}"
+        message, as_type = (
+            DECIMAL_SUM_OVERFLOWED + plan.components[int(j)] + DECIMAL_SUM_FIX,
+            sum_type,
         )
-    if _delta_type(sum_type) == sum_type:
-        return f"t.{term.hidden} AS {term.delta}"
-    message = string(_wide_sum_message(plan.components[int(j)]))
+    elif term.is_sum and _delta_type(sum_type) != sum_type:
+        message, as_type = _wide_sum_message(plan.components[int(j)]), _WIDE
+        kept = f"CAST({kept} AS {_WIDE})"
+    else:
+        return f"{kept} AS {term.delta}"
     return (
-        f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({message}) AS "
-        f"{_WIDE}), CAST(t.{term.hidden} AS {_WIDE})) AS {term.delta}"
+        f"IF(t.{term.hidden} IS NULL AND t.__fr_cnt_{j} > 0, CAST(raise_error({string(message)}) "
+        f"AS {as_type}), {kept}) AS {term.delta}"
     )
 
 
