@@ -368,11 +368,11 @@ def test_a_nan_leaving_a_join_aggregate_with_its_dimension_row_rebuilds(spark) -
 
 
 WIDE_VIEWS = {
-    # (query, view write mode): a small copy-on-write view takes its delta as an
-    # overwrite of every group, a merge-on-read one as a MERGE of the changed groups.
-    "grouped": ("SELECT g, avg(x) AS ax, sum(x) AS sx, count(*) AS n FROM {m} GROUP BY g", None),
-    "grouped_mor": ("SELECT g, avg(x) AS ax, sum(x) AS sx FROM {m} GROUP BY g", "mor"),
-    "global": ("SELECT avg(x) AS ax, sum(x) AS sx, count(*) AS n FROM {m}", None),
+    # (query, merge-on-read): a small copy-on-write view takes its delta as an overwrite
+    # of every group, a merge-on-read one as a MERGE of the changed groups.
+    "grouped": ("SELECT g, avg(x) AS ax, sum(x) AS sx, count(*) AS n FROM {m} GROUP BY g", False),
+    "grouped_mor": ("SELECT g, avg(x) AS ax, sum(x) AS sx FROM {m} GROUP BY g", True),
+    "global": ("SELECT avg(x) AS ax, sum(x) AS sx, count(*) AS n FROM {m}", False),
 }
 
 
@@ -383,53 +383,11 @@ def test_a_bigint_sum_past_2_63_rebuilds_and_averages_stay_sparks(spark, path: s
     rows of 4e18). A changed group's sum is now added up exactly and the statement stops
     where it passes the BIGINT range, or where the build's sum had (try_sum's NULL):
     under force the view is rebuilt, saying so; a group back in range refreshes fast."""
-    from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
-
-    schema = f"exact_wide_{path}"
-    master = f"{schema}.m"
-    spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {master} (k BIGINT NOT NULL, g STRING, x BIGINT) USING iceberg")
-    big = 4_000_000_000_000_000_000
-    spark.sql(f"INSERT INTO {master} VALUES (1, 'a', {big}), (2, 'a', {big}), (3, 'b', 1)")
-    env = env_for(spark, f"{schema}_registry", path)
-    mlog.create_mview_log(env, master, key=["k"])
-    mor = refresh.TableSpec(properties={"write.merge.mode": "merge-on-read", "format-version": "2"})
-    views = {
-        TableName(schema, name): (sql.format(m=master), mor if mode else None)
-        for name, (sql, mode) in WIDE_VIEWS.items()
-    }
-
-    def refreshed(view: TableName, exists: bool = True) -> str:
-        sql, table = views[view]
-        result = refresh.refresh_view(
-            env, view=view, sql=sql, method="force", exists=exists, table=table
-        )
-        columns = ", ".join(spark.sql(sql).columns)
-        got = spark.sql(f"SELECT {columns} FROM {view.sql}").collect()
-        want = spark.sql(sql).collect()
-        assert sorted(map(str, got)) == sorted(map(str, want)), view
-        if result.refresh_type == "COMPLETE" and exists:
-            assert result.reason is not None, view
-            assert result.reason.code is ReasonCode.SUM_OUT_OF_RANGE, result.reason
-            assert "BIGINT sum passed 2^63" in str(result.reason), result.reason
-        return result.refresh_type
-
-    grouped, grouped_mor, total = views
-    assert [refreshed(v, exists=False) for v in views] == ["COMPLETE"] * 3
-    expected = [
-        # 'a' passes 2^63 (1.2e19): every view rebuilds.
-        (f"INSERT INTO {master} VALUES (4, 'a', {big})", ["COMPLETE"] * 3),
-        # Only 'b' changes: the MERGE leaves 'a' as built; the overwrite reads 'a''s sum,
-        # NULL past 2^63, and rebuilds; so does the global aggregate's one group.
-        (f"INSERT INTO {master} VALUES (5, 'b', 2)", ["COMPLETE", "FAST", "COMPLETE"]),
-        # 'a' back under 2^63 (8e18): its kept sum is NULL, so every view rebuilds once...
-        (f"DELETE FROM {master} WHERE k = 4", ["COMPLETE"] * 3),
-        # ... and then refreshes fast.
-        (f"INSERT INTO {master} VALUES (6, 'b', 3), (7, 'a', -5)", ["FAST"] * 3),
-    ]
-    for statement, types in expected:
-        spark.sql(statement)
-        assert [refreshed(grouped), refreshed(grouped_mor), refreshed(total)] == types, statement
+    # 'a' passes 2^63 (1.2e19): every view rebuilds.
+    _walk_a_sum_out_of_its_range(
+        spark, path, ("BIGINT", 4_000_000_000_000_000_000), WIDE_VIEWS,
+        past=["COMPLETE"] * 3, said="BIGINT sum passed 2^63",
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])
@@ -439,25 +397,51 @@ def test_a_decimal_sum_past_its_type_stays_null_as_sparks(spark: Any, path: str)
     0: the view showed a number where the query gives NULL (a hunt through dbt found it).
     A kept NULL over values now stops the statement, and 'force' rebuilds; a sum that
     passes its type in a fast refresh is NULL, as Spark's."""
+    views = {
+        "grouped": ("SELECT g, sum(x) AS sx, count(*) AS n FROM {m} GROUP BY g", False),
+        "grouped_mor": ("SELECT g, sum(x) AS sx FROM {m} GROUP BY g", True),
+        "global": ("SELECT sum(x) AS sx, count(*) AS n FROM {m}", False),
+    }
+    # 4e35: three of them pass 10^36, NULL as Spark's SUM gives it, fast.
+    _walk_a_sum_out_of_its_range(
+        spark, path, ("DECIMAL(38,2)", "400000000000000000000000000000000000.00"), views,
+        past=["FAST"] * 3, said="DECIMAL sum passed its type",
+    )  # fmt: skip
+
+
+def _walk_a_sum_out_of_its_range(
+    spark: Any,
+    path: str,
+    column: tuple[str, object],
+    views: dict[str, tuple[str, bool]],
+    *,
+    past: list[str],
+    said: str,
+) -> None:
+    """Three views (a copy-on-write one written by an overwrite of every group, a
+    merge-on-read one by a MERGE, a global aggregate), each checked against its query
+    after every refresh, over a master whose group 'a' holds two rows of ``column``'s
+    ``big`` value: a third takes the group's sum out of its type's range (the views'
+    refresh types then ``past``), a change of 'b' alone follows, then 'a' back in range. A
+    rebuild not asked for must say ``said`` (``sum_out_of_range``)."""
     from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
 
-    schema = f"exact_decimal_past_{path}"
+    sql_type, big = column
+    schema = f"exact_{sql_type.split('(')[0].lower()}_past_{path}"
     master = f"{schema}.m"
     spark.sql(f"CREATE SCHEMA {schema}")
-    spark.sql(f"CREATE TABLE {master} (k BIGINT NOT NULL, g STRING, x DECIMAL(38,2)) USING iceberg")
-    big = "400000000000000000000000000000000000.00"  # 4e35: three of them pass 10^36
+    spark.sql(f"CREATE TABLE {master} (k BIGINT NOT NULL, g STRING, x {sql_type}) USING iceberg")
     spark.sql(f"INSERT INTO {master} VALUES (1, 'a', {big}), (2, 'a', {big}), (3, 'b', 1)")
     env = env_for(spark, f"{schema}_registry", path)
     mlog.create_mview_log(env, master, key=["k"])
     mor = refresh.TableSpec(properties={"write.merge.mode": "merge-on-read", "format-version": "2"})
-    views = {
-        TableName(schema, "grouped"): (f"SELECT g, sum(x) AS sx, count(*) AS n FROM {master} GROUP BY g", None),
-        TableName(schema, "grouped_mor"): (f"SELECT g, sum(x) AS sx FROM {master} GROUP BY g", mor),
-        TableName(schema, "global"): (f"SELECT sum(x) AS sx, count(*) AS n FROM {master}", None),
-    }  # fmt: skip
+    tables = {
+        TableName(schema, name): (sql.format(m=master), mor if merge_on_read else None)
+        for name, (sql, merge_on_read) in views.items()
+    }
 
     def refreshed(view: TableName, exists: bool = True) -> str:
-        sql, table = views[view]
+        sql, table = tables[view]
         result = refresh.refresh_view(
             env, view=view, sql=sql, method="force", exists=exists, table=table
         )
@@ -467,24 +451,23 @@ def test_a_decimal_sum_past_its_type_stays_null_as_sparks(spark: Any, path: str)
         if result.refresh_type == "COMPLETE" and exists:
             assert result.reason is not None, view
             assert result.reason.code is ReasonCode.SUM_OUT_OF_RANGE, result.reason
-            assert "DECIMAL sum passed its type" in str(result.reason), result.reason
+            assert said in str(result.reason), result.reason
         return str(result.refresh_type)
 
-    assert [refreshed(v, exists=False) for v in views] == ["COMPLETE"] * 3
+    assert [refreshed(v, exists=False) for v in tables] == ["COMPLETE"] * 3
     expected = [
-        # 'a' passes 10^36: NULL, as Spark's SUM, fast.
-        (f"INSERT INTO {master} VALUES (4, 'a', {big})", ["FAST"] * 3),
-        # Only 'b' changes: the MERGE leaves 'a' as it is; the overwrite reads 'a''s NULL
-        # over values, and rebuilds; so does the global aggregate's one group.
+        (f"INSERT INTO {master} VALUES (4, 'a', {big})", past),
+        # Only 'b' changes: the MERGE leaves 'a' as it is; the overwrite reads 'a''s sum,
+        # NULL over values past the range, and rebuilds; so does the global aggregate.
         (f"INSERT INTO {master} VALUES (5, 'b', 2)", ["COMPLETE", "FAST", "COMPLETE"]),
-        # 'a' back under 10^36 (8e35): its kept sum is NULL, so the views rebuild once...
+        # 'a' back in range: its kept sum is NULL, so every view rebuilds once...
         (f"DELETE FROM {master} WHERE k = 4", ["COMPLETE"] * 3),
-        # ... and then refresh fast.
+        # ... and then refreshes fast.
         (f"INSERT INTO {master} VALUES (6, 'b', 3), (7, 'a', -5)", ["FAST"] * 3),
     ]
     for statement, types in expected:
         spark.sql(statement)
-        assert [refreshed(v) for v in views] == types, statement
+        assert [refreshed(v) for v in tables] == types, statement
 
 
 def _as_shown(spark: Any, sql: str) -> list[tuple[Any, ...]]:
