@@ -210,7 +210,12 @@ def chain_after(history: History, current: int | None, captured_through: int | N
     while cursor is not None and cursor != captured_through:
         snapshot = history.get(cursor)
         if snapshot is None:
-            return Chain((), _ancestor_gone(history, found, cursor, captured_through))
+            if _older_than(
+                found, history.get(captured_through) if captured_through is not None else None
+            ):
+                break  # rolled back past the captured snapshot (and expired since): _lost
+            return Chain((), f"snapshot {cursor} is no longer in the table's metadata "
+                             "(its snapshots were expired)")  # fmt: skip
         found.append(snapshot)
         cursor = snapshot.parent_id
     if cursor != captured_through:
@@ -231,25 +236,18 @@ def chain_after(history: History, current: int | None, captured_through: int | N
     return Chain(tuple(reversed(found)))
 
 
-def _ancestor_gone(
-    history: History, found: list[SnapshotInfo], gone: int, captured_through: int | None
-) -> str:
-    """Why the walk from the current snapshot (``chain_after``) met an ancestor, ``gone``,
-    that is no longer in the metadata: its snapshots expired; or, when the snapshot
-    captured through is still there and the oldest ancestor found was committed before it,
-    the table was rolled back past it (and older snapshots expired since)."""
-    captured = None if captured_through is None else history.get(captured_through)
+def _older_than(found: list[SnapshotInfo], captured: SnapshotInfo | None) -> bool:
+    """Whether the oldest ancestor of the current snapshot ``found`` so far was committed
+    before ``captured`` (the snapshot captured through, still in the metadata): then the
+    table was rolled back past it, where the walk (``chain_after``) met an ancestor gone."""
     oldest = found[-1] if found else None
-    if (
+    return bool(
         captured is not None
         and oldest is not None
         and oldest.committed_at
         and captured.committed_at
         and oldest.committed_at < captured.committed_at
-    ):
-        return (f"snapshot {captured_through}, up to which changes were captured, is not an "
-                "ancestor of the current snapshot: the table was rolled back past it")  # fmt: skip
-    return f"snapshot {gone} is no longer in the table's metadata (its snapshots were expired)"
+    )
 
 
 def _lost(history: History, found: list[SnapshotInfo], captured_through: int | None) -> str:
