@@ -21,7 +21,7 @@ from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
-from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode
+from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode, RefreshType
 from dbt.adapters.fastrefresh.protocol.state import LOG_CONFIG
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
 from tests.functional.sites import (
@@ -565,3 +565,44 @@ def test_output_columns_named_like_hidden_ones_are_refused_and_nothing_is_create
         assert f"The query of {schema}.v outputs column(s) {named}: names starting" in message
         assert "Fix: rename them" in message, message
         assert tables(spark, schema) == before
+
+
+def test_a_source_that_can_have_no_log_builds_its_views_and_says_why(spark: Any) -> None:
+    """A dbt source with a MAP column (or a column named like the log's own) can have no
+    log, and the refresh of every model over it failed on every run, under 'force' too,
+    with create_mview_log's error, even where the query reads no such column. The view is
+    now built completely under 'force', its reason naming the columns and the fix; under
+    'fast' the refresh fails before anything is written. No log is created."""
+    s = "bad_unloggable_source"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (k BIGINT, g INT, props MAP<STRING, STRING>) USING iceberg")
+    spark.sql(f"CREATE TABLE {s}.r (k BIGINT, g INT, dmltype__ STRING) USING iceberg")
+    for master in ("m", "r"):
+        spark.sql(f"INSERT INTO {s}.{master} VALUES (1, 1, NULL), (2, 1, NULL), (3, 2, NULL)")
+    env = env_for(spark, f"{s}_registry")
+    for master, column, fix in [
+        ("m", "MAP column(s) props", "store them as a struct/array or a JSON string"),
+        ("r", "column(s) dmltype__, whose names", "rename them in the master"),
+    ]:
+        upstream = (Upstream(TableName(s, master), f"source.p.shop.{master}"),)
+        sql = f"SELECT g, count(*) AS n FROM {s}.{master} GROUP BY g"
+        view = TableName(s, f"v_{master}")
+        before = tables(spark, s)
+        with pytest.raises(FastRefreshError) as refused:
+            refresh.refresh_view(
+                env, view=view, sql=sql, method="fast", exists=False, upstream=upstream
+            )
+        message = str(refused.value)
+        assert f"{s}.{master} has no materialized view log" in message, message
+        assert column in message and f"Fix: {fix}" in message, message
+        assert tables(spark, s) == before, "nothing is written"
+        for exists in (False, True):
+            result = refresh.refresh_view(
+                env, view=view, sql=sql, method="force", exists=exists, upstream=upstream
+            )
+            assert result.refresh_type is RefreshType.COMPLETE, result.reason
+            assert column in str(result.reason) and f"Fix: {fix}" in str(result.reason)
+            assert not result.logs_created
+            assert matches(spark, view, sql)
+            spark.sql(f"UPDATE {s}.{master} SET g = 2 WHERE k = 1")
+        assert f"mlog__{master}" not in tables(spark, s)

@@ -85,6 +85,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     log_table_altered,
     planned_key,
     recreate_fix,
+    unloggable,
 )
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
@@ -619,10 +620,15 @@ def never_fast(plan: ViewPlan, masters: list[MasterState]) -> Reason | None:
         return Reason(code, plan.reason or "the query is not fast-refreshable")
     for m in masters:
         if m.log is None:
-            return Reason(
-                ReasonCode.NO_LOG,
-                f"the master table {m.name} has no materialized view log (Oracle: ORA-23413)",
-            )
+            said = f"the master table {m.name} has no materialized view log (Oracle: ORA-23413)"
+            cannot = unloggable(m.meta, m.name)
+            if cannot is not None:  # the fix names the master's columns, not create_mview_log
+                said += (
+                    f", and can have none: {cannot[0]}. Fix: {cannot[1]}; until then each "
+                    "refresh of the view is complete (refresh_method='force'), as a `table` "
+                    "model's build would be"
+                )
+            return Reason(ReasonCode.NO_LOG, said)
     return None
 
 
@@ -960,7 +966,8 @@ class _Refresh:
     ) -> MasterState:
         """``master``, with the log created when it has none and is a dbt node the model
         reads whose ``mview_log`` allows it (``engine/upstream.py``), unless ``create`` is
-        false (the query can never refresh fast: ``_shape_never_fast``). A log that exists is
+        false (the query can never refresh fast: ``_shape_never_fast``) or the master's
+        columns allow no log (``unloggable``: ``never_fast`` says so). A log that exists is
         kept as it is; where it differs from the options the node's ``mview_log`` gives,
         the refresh warns (recreating the log would rebuild every view on it)."""
         up = next((u for u in self.upstream if u.relation == master.name), None)
@@ -979,8 +986,8 @@ class _Refresh:
                     f"'{{master: {named}}}' and dbt run."
                 )
             return self._with_new_columns(master, up, loaded)
-        if not create:
-            return master
+        if not create or unloggable(master.meta, master.name) is not None:
+            return master  # (``never_fast`` says why it has no log)
         said = create_mview_log(self.env, master.name, **up.options, if_not_exists=True)
         self.logs_created.append(f"{said} (for the models that read {up.node})")
         self.new_logs.append(master.name)

@@ -550,22 +550,31 @@ def _changed_after(env: Env, meta: TableMeta) -> mt.AtSnapshot | None:
 
 
 def _check_master_columns(meta: TableMeta, master: TableName) -> None:
-    """Refuse a master whose columns a log cannot hold: MAP columns (not comparable) and
-    names the log or the views keep for themselves."""
+    """Refuse a master whose columns a log cannot hold (``unloggable``)."""
+    cannot = unloggable(meta, master)
+    if cannot is not None:
+        raise FastRefreshError(f"{cannot[0]}. Fix: {cannot[1]}.")
+
+
+def unloggable(meta: TableMeta, master: TableName) -> tuple[str, str] | None:
+    """Why no log can be created on ``master`` (its columns), and the fix; None: one can.
+    MAP columns are not comparable, and some names are the log's or the views' own."""
     maps = [c.name for c in meta.columns if not c.comparable]
     if maps:
-        raise FastRefreshError(
+        return (
             f"{master} has MAP column(s) {', '.join(maps)}, which Spark cannot compare, so "
-            "changes to its rows cannot be told apart. Fix: store them as a struct/array or a "
-            "JSON string, or keep them in another table."
+            "changes to its rows cannot be told apart",
+            "store them as a struct/array or a JSON string, or keep them in another table",
         )
     reserved = reserved_columns(meta)
     if reserved:
-        raise FastRefreshError(
+        return (
             f"{master} has column(s) {', '.join(reserved)}, whose names dbt-fastrefresh keeps "
-            f"for its own (a log's {', '.join(LOG_OWN_COLUMNS)}, and __fr_*). Fix: rename "
-            "them in the master (ALTER TABLE ... RENAME COLUMN), then create the log."
+            f"for its own (a log's {', '.join(LOG_OWN_COLUMNS)}, and __fr_*)",
+            "rename them in the master (ALTER TABLE ... RENAME COLUMN), then create the log "
+            "(on a dbt source or model, the next dbt run creates it)",
         )
+    return None
 
 
 def _purge_mode(purge: object) -> PurgeMode:
