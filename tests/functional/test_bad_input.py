@@ -606,3 +606,34 @@ def test_a_source_that_can_have_no_log_builds_its_views_and_says_why(spark: Any)
             assert matches(spark, view, sql)
             spark.sql(f"UPDATE {s}.{master} SET g = 2 WHERE k = 1")
         assert f"mlog__{master}" not in tables(spark, s)
+
+
+def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> None:
+    """A bare NULL output (VOID) or an INTERVAL failed with Iceberg's bare "Not a supported
+    type: void" (a Java UnsupportedOperationException). The error names the view, the
+    columns and the fix, and the log its first build created is gone again."""
+    s = "bad_unstorable_outputs"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.src (k BIGINT NOT NULL, t TIMESTAMP) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.src VALUES (1, TIMESTAMP'2026-01-02 03:04:05')")
+    env = env_for(spark, f"{s}_registry")
+    upstream = (Upstream(TableName(s, "src"), "source.p.shop.src"),)
+    before = tables(spark, s)
+    for sql, named in [
+        (f"SELECT k, NULL AS n FROM {s}.src", "n (void)"),
+        (f"SELECT k, count(*) AS c, NULL AS z FROM {s}.src GROUP BY k", "z (void)"),
+        (f"SELECT k, INTERVAL 1 DAY AS d FROM {s}.src", "d (interval day)"),
+        (
+            f"SELECT k, t - TIMESTAMP'2026-01-01 00:00:00' AS d FROM {s}.src",
+            "d (interval day to second)",
+        ),
+    ]:
+        with pytest.raises(FastRefreshError) as info:
+            refresh.refresh_view(
+                env, view=TableName(s, "v"), sql=sql, method="force", exists=False,
+                upstream=upstream,
+            )  # fmt: skip
+        message = str(info.value)
+        assert f"The query of {s}.v outputs {named}, a type an Iceberg table" in message
+        assert "Fix: give a bare NULL its type" in message, message
+        assert tables(spark, s) == before

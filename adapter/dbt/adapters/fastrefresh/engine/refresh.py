@@ -681,6 +681,8 @@ _LINE = re.compile(r"(\bline )(\d+)")
 # Iceberg binding a filter to a table's schema without one of its columns.
 _NO_FIELD = re.compile(r"ValidationException: Cannot find field '([^']+)' in struct")
 _TWICE = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column (`[^`]+`) already exists")
+# Iceberg converting a Spark type it has none for (a bare NULL's VOID, an INTERVAL).
+_UNSTORABLE = re.compile(r"Not a supported type: ([a-z][a-z ]*)")
 
 
 # What Spark raises evaluating an expression over a row's values (not over the query's
@@ -1128,6 +1130,9 @@ class _Refresh:
             altered = self._altered_logs(exc)
             if altered is not None:
                 raise altered from exc
+            unstorable = self._unstorable(exc)
+            if unstorable is not None:
+                raise unstorable from exc
             wrong = self._query_error(exc)
             if wrong is not None:
                 raise FastRefreshError(
@@ -1226,6 +1231,27 @@ class _Refresh:
         except Exception as own:
             return _spark_said(own)
         return None
+
+    def _unstorable(self, exc: Exception) -> FastRefreshError | None:
+        """The error to give when ``exc`` is Iceberg refusing a type of the query's
+        outputs as the storage table is created (a bare ``NULL``'s VOID, an INTERVAL),
+        naming the columns (``DESCRIBE QUERY``, only on this path). None: it is not."""
+        found = _UNSTORABLE.search(str(exc))
+        if found is None or isinstance(exc, FastRefreshError):
+            return None
+        try:
+            described = self.env.sql.query(f"DESCRIBE QUERY\n{self.sql}")
+        except Exception:  # the message names the type alone
+            described = []
+        named = [
+            f"{r[0]} ({r[1]})" for r in described if re.search(r"\b(void|interval)\b", str(r[1]))
+        ]
+        return FastRefreshError(
+            f"The query of {self.view} outputs {', '.join(named) or found[1]}, a type an "
+            "Iceberg table cannot hold. Fix: give a bare NULL its type "
+            "(CAST(NULL AS STRING) AS c), and output an interval as a number (datediff(b, "
+            "a), unix_seconds(b) - unix_seconds(a)) or a string."
+        )
 
     def _masters_and_run(self, *, full_refresh: bool, exists: bool) -> RefreshResult:
         if self.loaded is None:
