@@ -121,3 +121,46 @@ def test_a_log_edited_by_hand_is_found_and_created_again(spark: Any, edit: str, 
     spark.sql(f"INSERT INTO {s}.m VALUES (1001, 1, 5)")
     for view, sql in views.items():
         assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.FAST
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_log_keyed_by_identifier_fields_follows_them(spark: Any, path: str) -> None:
+    """A log created without a key takes the master's identifier fields as its key, and
+    kept that key after they were dropped (`ALTER TABLE ... DROP IDENTIFIER FIELDS`, which
+    says the key may repeat). Two rows then given one key in two commits, one of them
+    deleted, left a keyed view without the other: wrong rows, no error. On a dbt node
+    the log is now created again (key-less), the views rebuild once and follow the rows;
+    under 'fast' the refresh fails first, naming the cause and the fix."""
+    s = f"log_rekeyed_{path}"
+    env = keyed_master_with_log(spark, s, 6, 2, path)  # key k: m's identifier fields
+    up = (Upstream(TableName(s, "m"), "source.p.s.m"),)
+    views = {
+        TableName(s, "rows"): f"SELECT k, g, x FROM {s}.m WHERE x > 0",
+        TableName(s, "totals"): f"SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m GROUP BY g",
+    }
+    for view, sql in views.items():
+        refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"ALTER TABLE {s}.m DROP IDENTIFIER FIELDS k")
+    rows = TableName(s, "rows")
+    with pytest.raises(FastRefreshError) as refused:
+        refresh.refresh_view(
+            env, view=rows, sql=views[rows], method="fast", exists=True, upstream=up
+        )
+    message = str(refused.value)
+    assert f"the identifier fields of {s}.m are (none: key-less) since its log" in message
+    assert "Fix: " in message and "rebuilds once" in message, message
+    created: list[str] = []
+    for view, sql in views.items():
+        first = _forced(spark, env, view, sql, up)
+        assert first.refresh_type is RefreshType.COMPLETE, first.reason
+        created += first.logs_created
+    assert len(created) == 1, created
+    assert "key-less (full row images)" in created[0], created
+    assert f"again: the identifier fields of {s}.m are (none: key-less)" in created[0], created
+    # Two rows with key 1, added in two commits; then one of them deleted.
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 0, 7)")
+    for view, sql in views.items():
+        assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.FAST
+    spark.sql(f"DELETE FROM {s}.m WHERE k = 1 AND x = 7")
+    for view, sql in views.items():
+        assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.FAST

@@ -3,6 +3,7 @@ command line): lists or comma-separated strings of columns, yes/no flags as stri
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg.columns import Column
 from dbt.adapters.fastrefresh.iceberg.tables import TableMeta
-from dbt.adapters.fastrefresh.mlog.ddl import column_list, flag, log_differences
+from dbt.adapters.fastrefresh.mlog.ddl import column_list, flag, identifiers_moved, log_differences
 from dbt.adapters.fastrefresh.protocol.state import Flavour, LogConfig
 from dbt.adapters.fastrefresh.sqltext import TableName
 
@@ -87,3 +88,20 @@ def test_a_nodes_mview_log_naming_no_column_of_the_master_is_refused() -> None:
         log_differences(config, meta, {"key": ["nope"]})
     with pytest.raises(FastRefreshError, match=r"purge must be 'deferred' or 'synchronous'"):
         log_differences(config, meta, {"purge": "later"})
+
+
+def test_a_log_keyed_by_identifier_fields_is_told_when_they_change() -> None:
+    config, meta = _log(("id",), ("g", "v"))
+    identified = dataclasses.replace(config, key_from_identifiers=True)
+    assert (
+        identifiers_moved(identified, dataclasses.replace(meta, identifier_fields=("id",))) is None
+    )
+    dropped = identifiers_moved(identified, meta)  # no identifier fields now
+    assert dropped == (
+        "the identifier fields of s.t are (none: key-less) since its log was created keyed "
+        "by them, (id)"
+    )
+    changed = dataclasses.replace(meta, identifier_fields=("v", "g"))  # kept sorted
+    assert "are (g, v) since" in str(identifiers_moved(identified, changed))  # table order
+    # A key given (or one of a log created before its origin was recorded) is kept.
+    assert identifiers_moved(config, meta) is None

@@ -51,6 +51,11 @@ def test_states_round_trip_through_json() -> None:
     assert "column_types" not in config.to_json()
     typed = dataclasses.replace(config, column_types=(("k", "bigint"), ("v", "decimal(10,2)")))
     assert LogConfig.from_json(typed.to_json()) == typed
+    # A key taken from the master's identifier fields (a log created before: a chosen key).
+    assert "key_from_identifiers" not in config.to_json()
+    assert not LogConfig.from_json(config.to_json()).key_from_identifiers
+    identified = dataclasses.replace(config, key_from_identifiers=True)
+    assert LogConfig.from_json(identified.to_json()) == identified
     state = new_log_state(T0, 5).replace(
         users={"s.v": Claim(T0, 3, T1)}, last_purge_time=T1, snapshot=9
     )

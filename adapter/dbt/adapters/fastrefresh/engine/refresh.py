@@ -78,6 +78,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     create_mview_log,
     drop_mview_log,
     drop_replaced_log,
+    identifiers_moved,
     load_log,
     log_differences,
     log_lock,
@@ -962,6 +963,8 @@ class _Refresh:
         self.together: contextlib.AbstractContextManager[None] | None = None
         # The logs' leases ``together`` holds (a shared catalog; not while only reading).
         self.leased_logs: set[str] = set()
+        # ``--full-refresh``, or a build anew: the view is rebuilt whatever its logs say.
+        self.rebuilding = False
 
     def _with_log(
         self, master: MasterState, loaded: list[MasterState], *, create: bool = True
@@ -1019,6 +1022,9 @@ class _Refresh:
         log = master.log
         assert log is not None
         config = log.config
+        moved = identifiers_moved(config, master.meta)
+        if moved is not None:
+            return self._rekeyed(master, up, moved)
         mismatch = log_mismatch(log, master.meta)
         if mismatch is None:
             added = [c.name for c in master.meta.columns if c.name not in config.master_columns]
@@ -1039,25 +1045,43 @@ class _Refresh:
                 return master  # its key is gone: the log's error names the fix
         return self._recreate(master, up, why)
 
+    def _rekeyed(self, master: MasterState, up: Upstream, why: str) -> MasterState:
+        """``master`` with its log created again, keyed by the master's identifier fields
+        as they are now (key-less without any), since ``why``: they changed since the log
+        took them as its key, which may no longer be unique, and a keyed view could then
+        lose a row. Every view on the log rebuilds once: under refresh_method 'fast' the
+        refresh fails instead, before anything is written, unless it rebuilds anyway."""
+        if self.method is RefreshMethod.FAST and not self.rebuilding:
+            raise FastRefreshError(
+                f"Fast refresh of {self.view} is not possible: {why}, and it may no longer "
+                f"be unique. Fix: {self.fixes['rebuild']}, or {self.fixes['force']}: the "
+                "log is then created again with the key they give now, and every view on "
+                "it rebuilds once."
+            )
+        return self._recreate(master, up, why, rekey=True)
+
     def _recreate(
-        self, master: MasterState, up: Upstream, why: str, *, held: int = 0
+        self, master: MasterState, up: Upstream, why: str, *, held: int = 0, rekey: bool = False
     ) -> MasterState:
         """``master`` with its log dropped and created with the same options (a log of
-        chosen columns, or one in use by another refresh of this process, stays).
-        ``held``: 1 once this refresh counts the log in use (``_masters_and_run``)."""
+        chosen columns stays, unless ``rekey``: its key is what changed; one in use by
+        another refresh of this process stays). ``held``: 1 once this refresh counts the
+        log in use (``_masters_and_run``)."""
         assert master.log is not None
         config = master.log.config
         logged = set(config.key_columns) | set(config.logged_columns)
         everything = logged == set(config.master_columns)
-        if not everything and config.logged_columns:  # a log of chosen columns stays
+        if not everything and config.logged_columns and not rekey:  # chosen columns stay
             return master
         try:
             drop_mview_log(self.env, master.name, held=held)
         except FastRefreshError:
             return master
         said = create_mview_log(
-            self.env, master.name, key=list(config.key_columns),
-            columns=None if everything else [], commit_scn=config.commit_scn,
+            self.env, master.name,
+            key=None if config.key_from_identifiers else list(config.key_columns),
+            columns=None if everything else list(config.logged_columns),
+            commit_scn=config.commit_scn,
             purge=config.purge.value, if_not_exists=True,
         )  # fmt: skip
         self.logs_created.append(f"{said} (again: {why}; for the models that read {up.node})")
@@ -1258,6 +1282,7 @@ class _Refresh:
             self.loaded = load_masters(self.env, self.sql, read=self.read)
         loaded = self.loaded
         create = not self._shape_never_fast(loaded)
+        self.rebuilding = full_refresh or not exists
         with self._leased(self._leases(loaded)):
             masters = [self._with_log(m, loaded, create=create) for m in loaded]
             self._only_reading(masters)

@@ -13,7 +13,8 @@ created log:
   upstream (its log is on its storage table), the view's own key (a keyed projection's or
   a join's key columns, kept in its configuration); an aggregate view gets a key-less log
   (its group values may be NULL, which a key may not); for a table, its Iceberg
-  identifier fields, a key-less log when it has none.
+  identifier fields, a key-less log when it has none. Such a log is created again once
+  they change (``engine.refresh._rekeyed``): the key may then repeat.
 """
 
 from __future__ import annotations

@@ -467,6 +467,19 @@ def log_differences(config: LogConfig, meta: TableMeta, options: Mapping[str, An
     return found
 
 
+def identifiers_moved(config: LogConfig, meta: TableMeta) -> str | None:
+    """Why the log ``config`` no longer has the key its master's identifier fields give,
+    when it took them as its key (no key given): they were dropped or changed since, so
+    its key may no longer be unique. None: they did not, or its key was chosen."""
+    if not config.key_from_identifiers or set(config.key_columns) == set(meta.identifier_fields):
+        return None
+    now = _listed([c.name for c in meta.columns if c.name in meta.identifier_fields])
+    return (
+        f"the identifier fields of {config.master} are {now} since its log was created "
+        f"keyed by them, {_listed(config.key_columns)}"
+    )
+
+
 def _listed(columns: Sequence[str]) -> str:
     return f"({', '.join(columns)})" if columns else "(none: key-less)"
 
@@ -517,19 +530,26 @@ def create_mview_log(
             incarnation=uuid.uuid4().hex, purge=mode, master_field_ids=_field_ids(meta),
             start_snapshot=meta.current_snapshot if added or renamed else None,
             added_after_start=added, renamed_after_start=renamed,
+            key_from_identifiers=(
+                key is None and bool(key_columns) and VIEW_CONFIG not in meta.properties
+            ),
         )  # fmt: skip
         config = dataclasses.replace(config, column_types=_typed(config.columns, meta))
         env.sql.execute(_create_sql(config, new_log_state(created, meta.current_snapshot)))
         env.runtime.chosen.pop(str(log_table), None)
         env.runtime.journal(env.registry).logs.add(str(master))
-    kind = (
-        "key-less (full row images)" if not key_columns else f"keyed by ({', '.join(key_columns)})"
-    )
-    flavour = "commit-SCN" if commit_scn else "timestamp"
+    return _created(config, meta.current_snapshot)
+
+
+def _created(config: LogConfig, snapshot: int | None) -> str:
+    """What ``create_mview_log`` says of the log it created."""
+    key = config.key_columns
+    kind = "key-less (full row images)" if not key else f"keyed by ({', '.join(key)})"
+    flavour = "commit-SCN" if config.commit_scn else "timestamp"
     return (
-        f"created materialized view log {log_table} on {master}: {kind}, logging "
-        f"{len(logged)} column(s), {flavour} flavour, {mode.value} purge, capturing from "
-        f"snapshot {meta.current_snapshot}"
+        f"created materialized view log {config.log_table} on {config.master}: {kind}, "
+        f"logging {len(config.logged_columns)} column(s), {flavour} flavour, "
+        f"{config.purge.value} purge, capturing from snapshot {snapshot}"
     )
 
 

@@ -108,6 +108,10 @@ class LogConfig:
     # The log's master columns (``columns``) with their types at creation, as the log
     # table has them (empty for a log created before they were recorded).
     column_types: tuple[tuple[str, str], ...] = ()
+    # The key is the master's Iceberg identifier fields, taken at creation because no key
+    # was given (False for a log created before this was recorded): a dbt run creates
+    # such a log again once they change (``engine.refresh``).
+    key_from_identifiers: bool = False
 
     def absent_at(self) -> dict[int, mt.AtSnapshot]:
         """How capture reads the master columns at its start snapshot, when that was
@@ -162,6 +166,7 @@ class LogConfig:
                     if self.column_types
                     else {}
                 ),
+                **({"key_from_identifiers": True} if self.key_from_identifiers else {}),
             }
         )
 
@@ -186,6 +191,7 @@ class LogConfig:
                 (str(new), str(old)) for new, old in d.get("renamed_after_start", ())
             ),
             column_types=tuple((str(n), str(t)) for n, t in d.get("column_types", ())),
+            key_from_identifiers=bool(d.get("key_from_identifiers", False)),
         )
 
 
