@@ -6,8 +6,12 @@ with views as (
 ),
 pending as (
     select u.mview,
-           sum(greatest(l.last_sequence - u.last_sequence, 0)) as pending_log_rows,
-           max(case when l.younger_than > u.last_refresh then 1 else 0 end) as log_younger
+           -- rows purge_log removed before the view consumed them are gone, not pending:
+           -- the view needs a complete refresh
+           sum(greatest(l.last_sequence - greatest(u.last_sequence, l.purged_sequence), 0))
+               as pending_log_rows,
+           max(case when l.younger_than > u.last_refresh
+                     or u.last_sequence < l.purged_sequence then 1 else 0 end) as log_younger
     from {{ source('fast_refresh_registry', 'mview_log_users') }} u
     join {{ source('fast_refresh_registry', 'mview_logs') }} l on l.log_table = u.log_table
     group by u.mview

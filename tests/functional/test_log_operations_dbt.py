@@ -86,6 +86,65 @@ class TestLogOperationsThroughDbt(FastRefreshProject):
         output = op_failing("capture_changes", master=master)
         assert "has no materialized view log (Oracle: ORA-23413). Fix: " in output
 
+    def test_the_registry_models_show_each_views_last_refresh_and_what_it_needs(
+        self, ready: Any
+    ) -> None:
+        """`fast_refresh_mviews` showed the type of the last refresh that wrote the view's
+        state beside the time of a later fast refresh that had nothing to apply (and wrote
+        nothing), and a later run of another model on the log took the time back to the
+        earlier refresh's. After `purge_log` took rows a view had not consumed,
+        `fast_refresh_log_backlog` counted them as pending and said the view needed no
+        complete refresh."""
+        project, s = ready, ready.test_schema
+        project.run_sql(f"create table {s}.m (id int not null, k int, v int) using iceberg")
+        project.run_sql(f"alter table {s}.m set identifier fields id")
+        project.run_sql(f"insert into {s}.m values (1, 1, 10), (2, 1, 20), (3, 2, 30)")
+        op("create_mview_log", master=f"{s}.m")
+        for name, sql in [
+            ("totals", f"select k, count(*) as n, sum(v) as sv from {s}.m group by k"),
+            ("big", f"select id, v from {s}.m where v > 0"),
+        ]:
+            write_file(
+                f"{{{{ config(materialized='fast_refresh') }}}}\n{sql}",
+                project.project_root, "models", f"{name}.sql",
+            )  # fmt: skip
+        run_dbt(["run", "--select", "totals", "big"])
+        run_dbt(["run", "--select", "totals", "big"])  # nothing to apply: FAST, no write
+        runs = self.rows(
+            project,
+            f"select refresh_type, started from {s}_reg.refresh_runs "
+            f"where mview = '{s}.totals' order by started",
+        )
+        assert [r[0] for r in runs] == ["COMPLETE", "FAST"], runs
+
+        def last(view: str) -> tuple[Any, ...]:
+            return self.rows(
+                project,
+                f"select last_refresh_type, last_refresh_time from {s}.fast_refresh_mviews "
+                f"where mview = '{s}.{view}'",
+            )[0]
+
+        run_dbt(["run", "--select", "fast_refresh"])
+        assert last("totals") == runs[-1], runs
+        project.run_sql(f"insert into {s}.m values (4, 3, 40)")
+        run_dbt(["run", "--select", "big"])  # totals is described again, not refreshed
+        run_dbt(["run", "--select", "fast_refresh"])
+        assert last("totals") == runs[-1], runs
+        op("purge_log", master=f"{s}.m", num=1)  # the least recently refreshed: totals
+        run_dbt(["run", "--select", "fast_refresh"])
+        backlog = self.rows(
+            project,
+            f"select mview, pending_log_rows, needs_complete_refresh "
+            f"from {s}.fast_refresh_log_backlog order by mview",
+        )
+        assert backlog == [(f"{s}.big", 0, False), (f"{s}.totals", 0, True)], backlog
+        views = self.rows(
+            project,
+            f"select mview, staleness, pending_log_rows from {s}.fast_refresh_mviews "
+            "order by mview",
+        )
+        assert views == [(f"{s}.big", "FRESH", 0), (f"{s}.totals", "UNUSABLE", 0)], views
+
     def test_capture_of_every_log_goes_past_a_log_whose_master_is_gone(self, ready: Any) -> None:
         """A scheduled `capture_changes` of every log stopped at the first log whose master
         was renamed, and the logs after it were not captured."""

@@ -25,6 +25,7 @@ the next publish of those objects shows it.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -42,7 +43,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, Position
+from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, Position, parse_stamp
 from dbt.adapters.fastrefresh.registry import migration
 from dbt.adapters.fastrefresh.registry.table import (
     REGISTRY_VERSION,
@@ -387,10 +388,14 @@ def _rows(env: Env, journal: Journal) -> list[str]:
     failures = {r.mview: r for r in journal.refreshes if r.status == "FAILED"}
     last = {r.mview: r for r in journal.refreshes}
     released = {view for _, view in journal.released}
-    for view in sorted(views - journal.unregistered):
+    shown = sorted(views - journal.unregistered)
+    ran = {v for v, r in last.items() if r.status == "SUCCESS"}
+    published = _published_refreshes(env, [v for v in shown if v not in ran])
+    for view in shown:
         row = describe_view(
-            env, TableName.parse(view), failures.get(view), last.get(view), zone=zone
-        )
+            env, TableName.parse(view), failures.get(view), last.get(view), zone=zone,
+            published=published.get(view),
+        )  # fmt: skip
         if row is not None:
             rows.append(values_row("mview", view, row, now))
         elif view in released:
@@ -408,6 +413,33 @@ def _rows(env: Env, journal: Journal) -> list[str]:
         payload = {name: getattr(c, name) for name, _ in VIEWS["capture_runs"]}
         rows.append(values_row("capture_run", f"{c.log_table}@{c.last_sequence}", payload, now))
     return rows
+
+
+def _published_refreshes(env: Env, views: list[str]) -> dict[str, tuple[str, dt.datetime]]:
+    """The last refresh (type, time) the registry shows of each of ``views`` (one query;
+    none when empty): a fast refresh with nothing to apply writes no state, so what an
+    earlier publish showed of it is known only here (``describe_view``). A registry that
+    cannot be read shows nothing: the views' states answer."""
+    if not views:
+        return {}
+    names = ", ".join(string(v) for v in views)
+    try:
+        rows = env.sql.query(
+            "SELECT name, get_json_object(payload, '$.last_refresh_type'), "
+            "get_json_object(payload, '$.last_refresh_time') FROM (SELECT name, payload, "
+            "deleted, row_number() OVER (PARTITION BY name ORDER BY recorded DESC, seq DESC) "
+            f"AS rank__ FROM {table(env).sql} WHERE kind = 'mview' AND name IN ({names})) "
+            "WHERE rank__ = 1 AND NOT deleted"
+        )
+    except Exception as exc:  # the states still answer
+        logger.debug(f"dbt-fastrefresh: the registry's last refreshes were not read: {exc}")
+        return {}
+    found: dict[str, tuple[str, dt.datetime]] = {}
+    for name, kind, when in rows:
+        parsed = parse_stamp(str(when)) if kind and when else None
+        if parsed is not None:
+            found[str(name)] = (str(kind), parsed)
+    return found
 
 
 def _readable_log(env: Env, master: str) -> LoadedLog | None:
@@ -502,9 +534,11 @@ def describe_view(
     last: Any = None,
     *,
     zone: Callable[[], str] | None = None,
+    published: tuple[str, dt.datetime] | None = None,
 ) -> dict[str, Any] | None:
     """The registry's row of a view (Oracle's USER_MVIEWS), with its staleness. ``zone``:
-    how to read the session's time zone (``staleness_of``)."""
+    how to read the session's time zone (``staleness_of``); ``published``: the last
+    refresh the registry shows of it (``_published_refreshes``)."""
     record = load_view(env, view, columns=False)
     if record is None or record.config is None or record.state is None:
         return None
@@ -517,19 +551,33 @@ def describe_view(
         code = ReasonCode(failure.reason_code)
         staleness = Staleness.NEEDS_COMPILE if code in NEEDS_COMPILE else Staleness.UNUSABLE
         why = failure.error
-    last_time = state.last_refresh_time
-    if last is not None and last.status == "SUCCESS" and last.ended > last_time:
-        last_time = last.started
+    last_type, last_time = last_refresh(state, last, published)
     return {
         "mview": str(view), "query_hash": config.query_hash,
         "refresh_method": state.refresh_method, "masters": [str(m) for m in config.masters],
-        "shape": config.shape, "last_refresh_type": state.last_refresh_type,
+        "shape": config.shape, "last_refresh_type": last_type,
         "last_refresh_time": last_time, "staleness": staleness,
         "last_fallback_reason": state.last_fallback_reason if staleness is not Staleness.UNUSABLE or why is None else why,
         "view_snapshot": record.found.anchor, "master_snapshots": dict(state.master_snapshots),
         "master_schema_hash": config.master_schema_hash, "registered_at": config.registered_at,
         "definition": config.definition, "table_options": config.table_options,
     }  # fmt: skip
+
+
+def last_refresh(
+    state: Any, last: Any = None, published: tuple[str, dt.datetime] | None = None
+) -> tuple[str, dt.datetime]:
+    """The type and time of a view's last refresh (pure): its state's, written by the last
+    refresh that changed the view, unless a later one changed nothing (a fast refresh with
+    nothing to apply writes no state): ``last``, this process's refresh of it, or
+    ``published``, the last refresh the registry showed, when later. Type and time are
+    always one refresh's; a refresh that wrote its state is timed as the state records it."""
+    kind, when = str(state.last_refresh_type), state.last_refresh_time
+    if last is not None and last.status == "SUCCESS" and last.started > when:
+        return str(last.refresh_type), last.started
+    if published is not None and published[1] > when:
+        return published
+    return kind, when
 
 
 def _compact_when_due(env: Env) -> None:
