@@ -20,6 +20,7 @@ import pytest
 from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.mlog.ddl import load_log
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode, RefreshType
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import PATHS, keyed_master_with_log, matches, refresh_and_check
@@ -130,7 +131,8 @@ def test_a_log_keyed_by_identifier_fields_follows_them(spark: Any, path: str) ->
     says the key may repeat). Two rows then given one key in two commits, one of them
     deleted, left a keyed view without the other: wrong rows, no error. On a dbt node
     the log is now created again (key-less), the views rebuild once and follow the rows;
-    under 'fast' the refresh fails first, naming the cause and the fix."""
+    under 'fast' the refresh fails first, naming the cause and the fix, and leaves the
+    log as it was. Identifier fields set again key the log again."""
     s = f"log_rekeyed_{path}"
     env = keyed_master_with_log(spark, s, 6, 2, path)  # key k: m's identifier fields
     up = (Upstream(TableName(s, "m"), "source.p.s.m"),)
@@ -142,25 +144,64 @@ def test_a_log_keyed_by_identifier_fields_follows_them(spark: Any, path: str) ->
         refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
     spark.sql(f"ALTER TABLE {s}.m DROP IDENTIFIER FIELDS k")
     rows = TableName(s, "rows")
+    incarnation = _log_config(env, s).incarnation
+    journal = env.runtime.journal(env.registry)
+    recorded = len(journal.refreshes)
     with pytest.raises(FastRefreshError) as refused:
         refresh.refresh_view(
             env, view=rows, sql=views[rows], method="fast", exists=True, upstream=up
         )
     message = str(refused.value)
-    assert f"the identifier fields of {s}.m are (none: key-less) since its log" in message
+    moved = f"the identifier fields of {s}.m are now (none: key-less), and its log took them"
+    assert moved in message and "its key when it was created: (k)" in message, message
     assert "Fix: " in message and "rebuilds once" in message, message
-    created: list[str] = []
-    for view, sql in views.items():
-        first = _forced(spark, env, view, sql, up)
-        assert first.refresh_type is RefreshType.COMPLETE, first.reason
-        created += first.logs_created
+    assert _log_config(env, s).incarnation == incarnation
+    assert [r.status for r in journal.refreshes[recorded:]] == ["FAILED"]
+    created = _forced_all(spark, env, views, up, RefreshType.COMPLETE)
     assert len(created) == 1, created
     assert "key-less (full row images)" in created[0], created
-    assert f"again: the identifier fields of {s}.m are (none: key-less)" in created[0], created
+    assert f"(again: {moved}" in created[0], created
     # Two rows with key 1, added in two commits; then one of them deleted.
     spark.sql(f"INSERT INTO {s}.m VALUES (1, 0, 7)")
-    for view, sql in views.items():
-        assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.FAST
+    assert _forced_all(spark, env, views, up, RefreshType.FAST) == []
     spark.sql(f"DELETE FROM {s}.m WHERE k = 1 AND x = 7")
+    assert _forced_all(spark, env, views, up, RefreshType.FAST) == []
+    # The key-less log follows identifier fields set again: keyed by them, views rebuilt.
+    spark.sql(f"ALTER TABLE {s}.m SET IDENTIFIER FIELDS k")
+    created = _forced_all(spark, env, views, up, RefreshType.COMPLETE)
+    assert len(created) == 1 and "keyed by (k)" in created[0], created
+    spark.sql(f"UPDATE {s}.m SET x = 3 WHERE k = 2")
+    assert _forced_all(spark, env, views, up, RefreshType.FAST) == []
+
+
+def _forced_all(
+    spark: Any, env: Any, views: dict[TableName, str], up: Any, expect: RefreshType
+) -> list[str]:
+    """Each view refreshed under 'force' (equal to its query, of type ``expect``); what
+    the refreshes said of the logs they created."""
+    created: list[str] = []
     for view, sql in views.items():
-        assert _forced(spark, env, view, sql, up).refresh_type is RefreshType.FAST
+        result = _forced(spark, env, view, sql, up)
+        assert result.refresh_type is expect, (view, result.reason)
+        created += result.logs_created
+    return created
+
+
+def test_a_log_given_its_key_keeps_it_when_the_identifier_fields_change(spark: Any) -> None:
+    """A log given its key (`key=[...]`, or `mview_log: {key: ...}`) keeps it: only a key
+    taken from the identifier fields follows them."""
+    s = "log_kept_key"
+    env = keyed_master_with_log(spark, s, 6, 2, "java", key=["k"])
+    up = (Upstream(TableName(s, "m"), "source.p.s.m"),)
+    views = {TableName(s, "rows"): f"SELECT k, g, x FROM {s}.m WHERE x > 0"}
+    _forced_all(spark, env, views, up, RefreshType.COMPLETE)
+    spark.sql(f"ALTER TABLE {s}.m DROP IDENTIFIER FIELDS k")
+    spark.sql(f"UPDATE {s}.m SET x = 3 WHERE k = 2")
+    assert _forced_all(spark, env, views, up, RefreshType.FAST) == []
+    assert _log_config(env, s).key_columns == ("k",)
+
+
+def _log_config(env: Any, s: str) -> Any:
+    log = load_log(env, TableName(s, "m"), columns=False)
+    assert log is not None, f"{s}.m has no log"
+    return log.config

@@ -98,10 +98,19 @@ def test_a_log_keyed_by_identifier_fields_is_told_when_they_change() -> None:
     )
     dropped = identifiers_moved(identified, meta)  # no identifier fields now
     assert dropped == (
-        "the identifier fields of s.t are (none: key-less) since its log was created keyed "
-        "by them, (id)"
+        "the identifier fields of s.t are now (none: key-less), and its log took them as its "
+        "key when it was created: (id)"
     )
     changed = dataclasses.replace(meta, identifier_fields=("v", "g"))  # kept sorted
-    assert "are (g, v) since" in str(identifiers_moved(identified, changed))  # table order
+    assert "are now (g, v), and" in str(identifiers_moved(identified, changed))  # table order
+    # A nested identifier field is no column of a log: the key the log took is the same.
+    nested = dataclasses.replace(meta, identifier_fields=("id", "s.x"))
+    assert identifiers_moved(identified, nested) is None
+    # A key-less log taken from none follows identifier fields set later.
+    keyless = dataclasses.replace(_log((), ("id", "g", "v"))[0], key_from_identifiers=True)
+    assert identifiers_moved(keyless, meta) is None
+    assert "are now (id), and" in str(
+        identifiers_moved(keyless, dataclasses.replace(meta, identifier_fields=("id",)))
+    )
     # A key given (or one of a log created before its origin was recorded) is kept.
     assert identifiers_moved(config, meta) is None

@@ -625,9 +625,9 @@ def never_fast(plan: ViewPlan, masters: list[MasterState]) -> Reason | None:
             cannot = unloggable(m.meta, m.name)
             if cannot is not None:  # the fix names the master's columns, not create_mview_log
                 said += (
-                    f", and can have none: {cannot[0]}. Fix: {cannot[1]}; until then each "
-                    "refresh of the view is complete (refresh_method='force'), as a `table` "
-                    "model's build would be"
+                    f", and can have none: {cannot[0]}. Fix: {cannot[1]}. Until then the view "
+                    "can only be built completely (on each run under refresh_method='force', "
+                    "as a `table` model is)"
                 )
             return Reason(ReasonCode.NO_LOG, said)
     return None
@@ -965,6 +965,9 @@ class _Refresh:
         self.leased_logs: set[str] = set()
         # ``--full-refresh``, or a build anew: the view is rebuilt whatever its logs say.
         self.rebuilding = False
+        # Why the refresh is complete when a log whose key must change could not be
+        # created again (``_rekeyed``).
+        self.unkeyed: Reason | None = None
 
     def _with_log(
         self, master: MasterState, loaded: list[MasterState], *, create: bool = True
@@ -1048,17 +1051,33 @@ class _Refresh:
     def _rekeyed(self, master: MasterState, up: Upstream, why: str) -> MasterState:
         """``master`` with its log created again, keyed by the master's identifier fields
         as they are now (key-less without any), since ``why``: they changed since the log
-        took them as its key, which may no longer be unique, and a keyed view could then
-        lose a row. Every view on the log rebuilds once: under refresh_method 'fast' the
-        refresh fails instead, before anything is written, unless it rebuilds anyway."""
+        took them as its key, which may no longer be unique (a keyed view could then lose
+        a row). Every view on the log rebuilds once: under refresh_method 'fast' the
+        refresh fails instead, before anything is written, unless it rebuilds anyway. A
+        log another refresh of this process created again meanwhile is taken as it is; one
+        in use by another refresh stays, and this refresh is complete (``unkeyed``)."""
+        assert master.log is not None
+        current = load_log(self.env, master.name, read=master.meta)
+        if current is not None and current.config.incarnation != master.log.config.incarnation:
+            master = MasterState(master.meta, current)
+            if identifiers_moved(current.config, master.meta) is None:
+                return master
         if self.method is RefreshMethod.FAST and not self.rebuilding:
+            reason = Reason(ReasonCode.LOG_BROKEN, f"{why}; that key may no longer be unique")
+            self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
             raise FastRefreshError(
-                f"Fast refresh of {self.view} is not possible: {why}, and it may no longer "
-                f"be unique. Fix: {self.fixes['rebuild']}, or {self.fixes['force']}: the "
-                "log is then created again with the key they give now, and every view on "
-                "it rebuilds once."
+                f"Fast refresh of {self.view} is not possible: {reason}. Fix: "
+                f"{self.fixes['rebuild']}, or {self.fixes['force']}: the log is then created "
+                "again with the key they give now, and every view on it rebuilds once."
             )
-        return self._recreate(master, up, why, rekey=True)
+        rekeyed = self._recreate(master, up, why, rekey=True)
+        if rekeyed is master:  # not dropped: in use by another refresh of this process
+            self.unkeyed = Reason(
+                ReasonCode.LOG_BROKEN,
+                f"{why}; that key may no longer be unique, and the log is in use by another "
+                "refresh of this process: a later run creates it again",
+            )
+        return rekeyed
 
     def _recreate(
         self, master: MasterState, up: Upstream, why: str, *, held: int = 0, rekey: bool = False
@@ -1073,15 +1092,20 @@ class _Refresh:
         everything = logged == set(config.master_columns)
         if not everything and config.logged_columns and not rekey:  # chosen columns stay
             return master
+        if unloggable(master.meta, master.name) is not None:
+            return master  # no log could replace it (``never_fast`` says why once it is gone)
+        columns = None if everything else list(config.logged_columns)
+        if rekey and not everything:  # the old key's columns stay logged
+            columns = [c.name for c in master.meta.columns if c.name in logged]
+        key = up.options.get("key") if rekey else None
+        if key is None and not config.key_from_identifiers:
+            key = list(config.key_columns)
         try:
             drop_mview_log(self.env, master.name, held=held)
         except FastRefreshError:
             return master
         said = create_mview_log(
-            self.env, master.name,
-            key=None if config.key_from_identifiers else list(config.key_columns),
-            columns=None if everything else list(config.logged_columns),
-            commit_scn=config.commit_scn,
+            self.env, master.name, key=key, columns=columns, commit_scn=config.commit_scn,
             purge=config.purge.value, if_not_exists=True,
         )  # fmt: skip
         self.logs_created.append(f"{said} (again: {why}; for the models that read {up.node})")
@@ -1270,8 +1294,9 @@ class _Refresh:
         named = [
             f"{r[0]} ({r[1]})" for r in described if re.search(r"\b(void|interval)\b", str(r[1]))
         ]
+        types = "types" if len(named) > 1 else "a type"
         return FastRefreshError(
-            f"The query of {self.view} outputs {', '.join(named) or found[1]}, a type an "
+            f"The query of {self.view} outputs {', '.join(named) or found[1]}, {types} an "
             "Iceberg table cannot hold. Fix: give a bare NULL its type "
             "(CAST(NULL AS STRING) AS c), and output an interval as a number (datediff(b, "
             "a), unix_seconds(b) - unix_seconds(a)) or a string."
@@ -1305,7 +1330,10 @@ class _Refresh:
         that no holder of a log's lease waits for (a capture of commits newer than it
         read, its registration after a complete refresh)."""
         view = f"view:{self.view}"
-        if not any(m.log is None or setup_writes(m.log, m.meta) for m in loaded):
+        if not any(
+            unloggable(m.meta, m.name) is None if m.log is None else setup_writes(m.log, m.meta)
+            for m in loaded
+        ):
             return [view]
         return [view, *(log_lock(log_table_for(m.name)) for m in loaded)]
 
@@ -1376,6 +1404,7 @@ class _Refresh:
             lost=self.storage if exists and record is None and self._found_ours() else None,
             time_zone=self.time_zone,
         )  # fmt: skip
+        reason = reason or self.unkeyed
         reason, masters = self._go_ahead(reason, plan, masters, record)
         # The delta reads each log at the snapshot its setup read or wrote: from the setup
         # to the delta's end, this process does not expire the logs' snapshots.

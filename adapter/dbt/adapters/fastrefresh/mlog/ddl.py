@@ -469,14 +469,16 @@ def log_differences(config: LogConfig, meta: TableMeta, options: Mapping[str, An
 
 def identifiers_moved(config: LogConfig, meta: TableMeta) -> str | None:
     """Why the log ``config`` no longer has the key its master's identifier fields give,
-    when it took them as its key (no key given): they were dropped or changed since, so
-    its key may no longer be unique. None: they did not, or its key was chosen."""
-    if not config.key_from_identifiers or set(config.key_columns) == set(meta.identifier_fields):
+    when it took them as its key (no key given; none: a key-less log): they were set,
+    dropped or changed since, so its key may no longer be unique, or a key is there to
+    take. None: they were not, or its key was chosen. Only top-level columns make a key
+    (``_resolve_key``): a nested identifier field is no column of the log."""
+    now = [c.name for c in meta.columns if c.name in meta.identifier_fields]  # table order
+    if not config.key_from_identifiers or set(config.key_columns) == set(now):
         return None
-    now = _listed([c.name for c in meta.columns if c.name in meta.identifier_fields])
     return (
-        f"the identifier fields of {config.master} are {now} since its log was created "
-        f"keyed by them, {_listed(config.key_columns)}"
+        f"the identifier fields of {config.master} are now {_listed(now)}, and its log took "
+        f"them as its key when it was created: {_listed(config.key_columns)}"
     )
 
 
@@ -530,9 +532,7 @@ def create_mview_log(
             incarnation=uuid.uuid4().hex, purge=mode, master_field_ids=_field_ids(meta),
             start_snapshot=meta.current_snapshot if added or renamed else None,
             added_after_start=added, renamed_after_start=renamed,
-            key_from_identifiers=(
-                key is None and bool(key_columns) and VIEW_CONFIG not in meta.properties
-            ),
+            key_from_identifiers=key is None and VIEW_CONFIG not in meta.properties,
         )  # fmt: skip
         config = dataclasses.replace(config, column_types=_typed(config.columns, meta))
         env.sql.execute(_create_sql(config, new_log_state(created, meta.current_snapshot)))

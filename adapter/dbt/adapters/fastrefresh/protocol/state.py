@@ -109,8 +109,9 @@ class LogConfig:
     # table has them (empty for a log created before they were recorded).
     column_types: tuple[tuple[str, str], ...] = ()
     # The key is the master's Iceberg identifier fields, taken at creation because no key
-    # was given (False for a log created before this was recorded): a dbt run creates
-    # such a log again once they change (``engine.refresh``).
+    # was given (none: a key-less log; False for a log created before this was recorded,
+    # or given its key): a dbt run creates such a log again once they change
+    # (``engine.refresh``).
     key_from_identifiers: bool = False
 
     def absent_at(self) -> dict[int, mt.AtSnapshot]:

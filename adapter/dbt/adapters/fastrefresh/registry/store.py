@@ -436,7 +436,10 @@ def _published_refreshes(env: Env, views: list[str]) -> dict[str, tuple[str, dt.
         return {}
     found: dict[str, tuple[str, dt.datetime]] = {}
     for name, kind, when in rows:
-        parsed = parse_stamp(str(when)) if kind and when else None
+        try:
+            parsed = parse_stamp(str(when)) if kind and when else None
+        except ValueError:  # a row edited by hand: the view's state answers
+            parsed = None
         if parsed is not None:
             found[str(name)] = (str(kind), parsed)
     return found
