@@ -193,7 +193,7 @@ def setup(
     read = log
     if env.shared_catalog and not leased and not _serves(log, mview, position):
         read = load_log(env, name, log, read=master)
-    if read is not None and not leased and not setup_writes(read, master):
+    if read is not None and not leased and _taken_as_read(read, master, position):
         return _setup_of(env, read, master, mview, position=position, last_refresh=last_refresh)
     with env.holding([log_lock(log_table_for(name))], purpose=f"setup of {mview}"):
         if env.shared_catalog and not leased:
@@ -201,6 +201,8 @@ def setup(
             # before the lease: read it again, so the log is never ahead of it.
             master = require_iceberg(env.tables.load(name, fresh=True), name)
         log = load_log_for_write(env, name, read)
+        if _rolled_back(log, position):
+            log = _new_epoch(env, log, mview, position)
         if leased and not setup_writes(log, master):
             return _setup_of(env, log, master, mview, position=position, last_refresh=last_refresh)
         before = log.state.last_sequence
@@ -211,6 +213,43 @@ def setup(
         )
     problem = usability_problem(log, mview, position, last_refresh, before)
     return Setup(log, mview, now, log.state.captured_through, position, captured, problem)
+
+
+def _taken_as_read(log: LoadedLog, master: TableMeta, position: Position | None) -> bool:
+    """Whether a setup takes ``log`` as read, without its lock: nothing to write."""
+    return not setup_writes(log, master) and not _rolled_back(log, position)
+
+
+def _rolled_back(log: LoadedLog | None, position: Position | None) -> bool:
+    """Whether the view at ``position`` consumed rows ``log`` no longer records, in its
+    epoch: the log table was rolled back or restored (its state with it), so the next
+    capture writes those sequences again, with other changes."""
+    if log is None or position is None:
+        return False
+    state = log.state
+    return position.epoch == state.epoch_id(log.config) and (
+        position.last_sequence > state.last_sequence
+    )
+
+
+def _new_epoch(env: Env, log: LoadedLog, mview: TableName, position: Position | None) -> LoadedLog:
+    """``log`` in a new epoch, recorded before any capture (caller holds its lock): once
+    it was rolled back, a view past what it records would never read the changes the
+    next capture writes at its sequences, and a view behind that point cannot be told
+    from one past it that has not refreshed since (its place is in its own state). Every
+    view on the log refreshes completely once, as after a log changed by hand."""
+    assert position is not None
+    why = (
+        f"the log was rolled back or restored: {mview} had consumed its rows up to "
+        f"sequence {position.last_sequence}, and it records {log.state.last_sequence}"
+    )
+    state = log.state.replace(
+        epoch=log.state.epoch + 1, younger_than=env.clock(), younger_reason=why
+    )
+    record_state(env, log, state)
+    reloaded = load_log(env, log.master, log)
+    assert reloaded is not None
+    return reloaded
 
 
 def _mark_and_capture(
