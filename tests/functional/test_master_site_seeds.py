@@ -587,6 +587,27 @@ def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any) -> N
         site.refresh("rb", view, method="fast")
 
 
+def test_a_view_over_a_broken_log_stays_registered_on_it(site: Site) -> None:
+    """A log whose key column was renamed records nothing, and its views rebuild on every
+    run. The end of the run then released the view from that log, saying "its query no
+    longer reads" the master, which it still reads, and the registry said the view was
+    not registered on the log, contradicting the run's own reason. A view keyed by the
+    log's key could not be rebuilt at all."""
+    master = keyed_master(site, "bk", rows="(1, 1), (2, 2)")
+    site.refresh("bk", "v")
+    site.sql(f"ALTER TABLE {master} RENAME COLUMN id TO oid")
+    site.sql(f"INSERT INTO {master} VALUES (3, 3)")
+    # The view's key was the log's (`id`, hidden): planned with it, the rebuild failed
+    # with Spark's UNRESOLVED_COLUMN. A log whose key the master lacks keys no plan.
+    sql = f"SELECT * FROM {master}"
+    result = refresh.refresh_view(site.env, view=site.t("v"), sql=sql, method="force")
+    assert matches(site.spark, site.t("v"), sql)
+    assert result.refresh_type == "COMPLETE" and result.reason is not None
+    assert result.reason.code is ReasonCode.LOG_BROKEN, result.reason
+    assert admin.release_orphans(site.env) == []
+    assert "v" in site.users("bk")
+
+
 def test_a_capture_waiting_for_the_log_reads_the_master_after_the_wait(site: Site) -> None:
     """``capture_changes`` waiting for the log's lock while another thread captures a
     newer master commit: read before the wait, the master would be behind the log, and

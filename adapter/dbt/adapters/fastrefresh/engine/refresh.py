@@ -367,11 +367,15 @@ def same_master_columns(stored: str, current: str, masters: list[MasterState]) -
 
 
 def log_keys(masters: Sequence[MasterState]) -> dict[TableName, list[str]]:
-    """The key columns of each master whose log is keyed, as the planner takes them."""
+    """The key columns of each master whose log is keyed, as the planner takes them: not
+    those of a log whose key columns the master no longer has (renamed or dropped: the
+    log records nothing, and a view planned with them could not even be rebuilt)."""
     return {
         m.name: list(m.log.config.key_columns)
         for m in masters
-        if m.log is not None and not m.log.config.keyless
+        if m.log is not None
+        and not m.log.config.keyless
+        and set(m.log.config.key_columns) <= {c.name for c in m.meta.columns}
     }
 
 
@@ -1912,7 +1916,14 @@ class _Refresh:
         faults.point("register.before")
         register(env, list(self.setups.values()))
         before = record.state.positions if record is not None and record.state else {}
-        self.left = sorted(set(before) - {str(s.log.log_table) for s in self.setups.values()})
+        self.left = sorted(set(before) - self._logs_read())
+
+    def _logs_read(self) -> set[str]:
+        """The logs of the masters the view's query reads: those set up, and those that
+        could not be (a log that no longer fits its master: the view is rebuilt, and stays
+        registered there until the log is created again)."""
+        logs = {str(s.log.log_table) for s in self.setups.values()}
+        return logs | {str(m.log.log_table) for m in self.masters if m.log is not None}
 
     def journal_held(self) -> None:
         """Record what a refresh that only read journaled (``_journal``)."""
@@ -1936,9 +1947,7 @@ class _Refresh:
             if status == "SUCCESS":
                 journal.written.add(str(self.storage))
         if status == "SUCCESS":
-            journal.reads[str(self.view)] = frozenset(
-                str(s.log.log_table) for s in self.setups.values()
-            )
+            journal.reads[str(self.view)] = frozenset(self._logs_read())
             # A log the view read before this refresh and no longer reads: its claim there
             # is released at the end of the invocation (admin.release_orphans).
             journal.logs.update(str(master_of_log(TableName.parse(t))) for t in self.left)
