@@ -50,6 +50,17 @@ def tables(spark: Any, schema: str) -> set[str]:
     return {r.tableName for r in spark.sql(f"SHOW TABLES IN {schema}").collect()}
 
 
+def _first_build_fails(
+    env: Any, view: TableName, sql: str, upstream: Any, method: str = "force"
+) -> str:
+    """The error of a first build of ``view`` (``sql``, over ``upstream``), which must fail."""
+    with pytest.raises(FastRefreshError) as info:
+        refresh.refresh_view(
+            env, view=view, sql=sql, method=method, exists=False, upstream=upstream
+        )
+    return str(info.value)
+
+
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(
     ("change", "cause"),
@@ -487,12 +498,7 @@ def test_a_first_build_whose_query_does_not_run_names_it_and_leaves_no_log(
             "outputs two columns named `k`, which a table cannot hold; alias one of them",
         ),
     ]:
-        with pytest.raises(FastRefreshError) as info:
-            refresh.refresh_view(
-                env, view=TableName(schema, "v"), sql=sql, method="force", exists=False,
-                upstream=upstream,
-            )  # fmt: skip
-        message = str(info.value)
+        message = _first_build_fails(env, TableName(schema, "v"), sql, upstream)
         assert f"The query of {schema}.v does not run: [{says}" in message, message
         assert where in message and "Fix: correct the model's SQL" in message, message
         assert "__fr_data" not in message and "TableSpec" not in message, message
@@ -588,11 +594,7 @@ def test_a_source_that_can_have_no_log_builds_its_views_and_says_why(spark: Any)
         sql = f"SELECT g, count(*) AS n FROM {s}.{master} GROUP BY g"
         view = TableName(s, f"v_{master}")
         before = tables(spark, s)
-        with pytest.raises(FastRefreshError) as refused:
-            refresh.refresh_view(
-                env, view=view, sql=sql, method="fast", exists=False, upstream=upstream
-            )
-        message = str(refused.value)
+        message = _first_build_fails(env, view, sql, upstream, method="fast")
         assert f"{s}.{master} has no materialized view log" in message, message
         assert column in message and f"Fix: {fix}" in message, message
         assert tables(spark, s) == before, "nothing is written"
@@ -628,12 +630,7 @@ def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> Non
             "d (interval day to second)",
         ),
     ]:
-        with pytest.raises(FastRefreshError) as info:
-            refresh.refresh_view(
-                env, view=TableName(s, "v"), sql=sql, method="force", exists=False,
-                upstream=upstream,
-            )  # fmt: skip
-        message = str(info.value)
+        message = _first_build_fails(env, TableName(s, "v"), sql, upstream)
         assert f"The query of {s}.v outputs {named}, a type an Iceberg table" in message
         assert "Fix: give a bare NULL its type" in message, message
         assert tables(spark, s) == before

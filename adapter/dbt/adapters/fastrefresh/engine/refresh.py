@@ -1067,13 +1067,14 @@ class _Refresh:
             if identifiers_moved(current.config, master.meta) is None:
                 return master
         if self.method is RefreshMethod.FAST and not self.rebuilding:
-            reason = Reason(ReasonCode.LOG_BROKEN, f"{why}; that key may no longer be unique")
+            reason = Reason(
+                ReasonCode.LOG_BROKEN,
+                f"{why}; that key may no longer be unique. Fix: {self.fixes['rebuild']}, or "
+                f"{self.fixes['force']}: the log is then created again with the key they "
+                "give now, and every view on it rebuilds once",
+            )  # (a reason naming its own fix: ``_not_possible``)
             self._journal(RefreshType.FAST, reason, 0, "FAILED", str(reason))
-            raise FastRefreshError(
-                f"Fast refresh of {self.view} is not possible: {reason}. Fix: "
-                f"{self.fixes['rebuild']}, or {self.fixes['force']}: the log is then created "
-                "again with the key they give now, and every view on it rebuilds once."
-            )
+            raise self._not_possible(reason)
         rekeyed = self._recreate(master, up, why, rekey=True)
         if rekeyed is master:  # not dropped: in use by another refresh of this process
             self.unkeyed = Reason(

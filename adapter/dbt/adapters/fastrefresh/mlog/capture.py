@@ -227,10 +227,7 @@ def _history_lost(
     new epoch at ``current``, younger than every view on it (they refresh completely
     once)."""
     state = log.state
-    gone = state.replace(
-        epoch=state.epoch + 1, captured_through=current, captured_at=now,
-        younger_than=now, younger_reason=f"history lost: {gap}",
-    )  # fmt: skip
+    gone = state.younger(now, f"history lost: {gap}", captured_through=current, captured_at=now)
     log = record_state(env, log, gone)
     result = CaptureResult(
         log.master, log.log_table, state.captured_through, current, 0, 0,

@@ -243,10 +243,7 @@ def _new_epoch(env: Env, log: LoadedLog, mview: TableName, position: Position | 
         f"the log was rolled back or restored: {mview} had consumed its rows up to "
         f"sequence {position.last_sequence}, and it records {log.state.last_sequence}"
     )
-    state = log.state.replace(
-        epoch=log.state.epoch + 1, younger_than=env.clock(), younger_reason=why
-    )
-    record_state(env, log, state)
+    record_state(env, log, log.state.younger(env.clock(), why))
     reloaded = load_log(env, log.master, log)
     assert reloaded is not None
     return reloaded

@@ -794,9 +794,7 @@ def delete_leftovers(env: Env, log: LoadedLog) -> LoadedLog:
             "rows no longer say what changed, so every view on it refreshes completely "
             "once. Fix: none needed; change a log only through dbt-fastrefresh."
         )
-        state = state.replace(
-            epoch=state.epoch + 1, younger_than=env.clock(), younger_reason=by_hand
-        )
+        state = state.younger(env.clock(), by_hand)
     youngest = state.youngest
     if not log.config.commit_scn:
         rows = env.sql.query(

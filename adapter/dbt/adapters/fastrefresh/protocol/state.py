@@ -294,6 +294,11 @@ class LogState:
     def replace(self, **changes: Any) -> LogState:
         return dataclasses.replace(self, **changes)
 
+    def younger(self, at: dt.datetime, why: str, **changes: Any) -> LogState:
+        """The state in a new epoch, younger than every view on the log from ``at``, for
+        ``why``: each view refreshes completely once (Oracle's ORA-12034)."""
+        return self.replace(epoch=self.epoch + 1, younger_than=at, younger_reason=why, **changes)
+
 
 def new_log_state(created: dt.datetime, captured_through: int | None) -> LogState:
     """A log as ``create_mview_log`` leaves it (seed 001: oldest = youngest = created)."""

@@ -43,7 +43,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
-from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, Position, parse_stamp
+from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, Position
 from dbt.adapters.fastrefresh.registry import migration
 from dbt.adapters.fastrefresh.registry.table import (
     REGISTRY_VERSION,
@@ -416,32 +416,26 @@ def _rows(env: Env, journal: Journal) -> list[str]:
 
 
 def _published_refreshes(env: Env, views: list[str]) -> dict[str, tuple[str, dt.datetime]]:
-    """The last refresh (type, time) the registry shows of each of ``views`` (one query;
-    none when empty): a fast refresh with nothing to apply writes no state, so what an
-    earlier publish showed of it is known only here (``describe_view``). A registry that
-    cannot be read shows nothing: the views' states answer."""
+    """The last refresh (type, time) the registry's ``mviews`` shows of each of ``views``
+    (one query; none when empty): a fast refresh with nothing to apply writes no state, so
+    what an earlier publish showed of it is known only here (``describe_view``). A
+    registry that cannot be read shows nothing: the views' states answer."""
     if not views:
         return {}
-    names = ", ".join(string(v) for v in views)
     try:
-        rows = env.sql.query(
-            "SELECT name, get_json_object(payload, '$.last_refresh_type'), "
-            "get_json_object(payload, '$.last_refresh_time') FROM (SELECT name, payload, "
-            "deleted, row_number() OVER (PARTITION BY name ORDER BY recorded DESC, seq DESC) "
-            f"AS rank__ FROM {table(env).sql} WHERE kind = 'mview' AND name IN ({names})) "
-            "WHERE rank__ = 1 AND NOT deleted"
-        )
+        rows = select(env, "mviews", f"mview IN ({', '.join(string(v) for v in views)})")
     except Exception as exc:  # the states still answer
         logger.debug(f"dbt-fastrefresh: the registry's last refreshes were not read: {exc}")
         return {}
     found: dict[str, tuple[str, dt.datetime]] = {}
-    for name, kind, when in rows:
-        try:
-            parsed = parse_stamp(str(when)) if kind and when else None
+    for row in rows:
+        kind, when = row["last_refresh_type"], row["last_refresh_time"]
+        try:  # a TIMESTAMP_NTZ, or its text through a server
+            at = when if isinstance(when, dt.datetime) else dt.datetime.fromisoformat(str(when))
         except ValueError:  # a row edited by hand: the view's state answers
-            parsed = None
-        if parsed is not None:
-            found[str(name)] = (str(kind), parsed)
+            continue
+        if kind and when:
+            found[str(row["mview"])] = (str(kind), at)
     return found
 
 
