@@ -13,6 +13,7 @@ and treated like a log that no longer fits its master.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog.ddl import load_log
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode, RefreshType
+from dbt.adapters.fastrefresh.runtime import faults
+from dbt.adapters.fastrefresh.runtime.process import Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
 from tests.functional.sites import PATHS, keyed_master_with_log, matches, refresh_and_check
 
@@ -171,6 +174,34 @@ def test_a_log_keyed_by_identifier_fields_follows_them(spark: Any, path: str) ->
     created = _forced_all(spark, env, views, up, RefreshType.COMPLETE)
     assert len(created) == 1 and "keyed by (k)" in created[0], created
     spark.sql(f"UPDATE {s}.m SET x = 3 WHERE k = 2")
+    assert _forced_all(spark, env, views, up, RefreshType.FAST) == []
+
+
+def test_a_log_killed_between_its_drop_and_its_creation_is_created_by_the_next_run(
+    spark: Any,
+) -> None:
+    """Creating a log again is a drop and a create. A process killed between them leaves
+    the master without a log: the next run over the dbt node creates it, with the key the
+    identifier fields give now, and every view on it rebuilds once (a view's claims were
+    on the log dropped), then refreshes fast, keyed rightly."""
+    s = "log_rekey_killed"
+    env = keyed_master_with_log(spark, s, 6, 2, "java")
+    up = (Upstream(TableName(s, "m"), "source.p.s.m"),)
+    views = {
+        TableName(s, "rows"): f"SELECT k, g, x FROM {s}.m WHERE x > 0",
+        TableName(s, "totals"): f"SELECT g, count(*) AS n, sum(x) AS sx FROM {s}.m GROUP BY g",
+    }
+    _forced_all(spark, env, views, up, RefreshType.COMPLETE)
+    spark.sql(f"ALTER TABLE {s}.m DROP IDENTIFIER FIELDS k")
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 0, 7)")  # key 1 twice now
+    rows = TableName(s, "rows")
+    with pytest.raises(faults.Crash), faults.crash_at("log.after_drop"):
+        _forced(spark, env, rows, views[rows], up)
+    env = dataclasses.replace(env, runtime=Runtime())  # a new process
+    assert load_log(env, TableName(s, "m"), columns=False) is None
+    created = _forced_all(spark, env, views, up, RefreshType.COMPLETE)
+    assert len(created) == 1 and "key-less (full row images)" in created[0], created
+    spark.sql(f"DELETE FROM {s}.m WHERE k = 1 AND x = 7")
     assert _forced_all(spark, env, views, up, RefreshType.FAST) == []
 
 

@@ -548,7 +548,8 @@ def test_a_column_added_after_the_log_is_never_missed(site: Site) -> None:
     site.refresh("ac", "v", method="fast")
 
 
-def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any) -> None:
+@pytest.mark.parametrize("killed", [False, True], ids=["", "killed_after_new_epoch"])
+def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any, killed: bool) -> None:
     """A log table rolled back (or restored) to an earlier state: the next capture writes
     the same sequences again with other changes, which a view already past them would
     never read. The view is past what the log records: it refreshes completely (Oracle's
@@ -558,7 +559,9 @@ def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any) -> N
     Only the first view to refresh after the rollback found it: its capture wrote those
     sequences again, and a view also past the rollback point, refreshed after it, read
     them as changes it had not applied (wrong rows, FAST). The first to find it now puts
-    the log in a new epoch, and every view on it refreshes completely once."""
+    the log in a new epoch, and every view on it refreshes completely once. Killed right
+    after that commit, before its capture, the next process finds the log in the new
+    epoch, and the same holds."""
     site = Site(spark, "java")
     master = keyed_master(site, "rb")
     for view in ("v", "w", "x"):
@@ -574,6 +577,10 @@ def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any) -> N
     site.refresh("rb", "v", method="fast")  # v consumes all of it; x is behind back_to
     site.sql(f"CALL spark_catalog.system.rollback_to_snapshot('{site.schema}.mlog__rb', {back_to})")
     site.sql(f"UPDATE {master} SET v = 40 WHERE id = 3")
+    if killed:
+        with pytest.raises(faults.Crash), faults.crash_at("setup.after_new_epoch"):
+            site.refresh("rb", "v")
+        site.env = dataclasses.replace(site.env, runtime=Runtime())  # a new process
     site.refresh("rb", "v")  # checks the view against its query
     reason = site.last.reason
     assert site.last.refresh_type == "COMPLETE" and reason is not None

@@ -1109,6 +1109,7 @@ class _Refresh:
             drop_mview_log(self.env, master.name, held=held)
         except FastRefreshError:
             return master
+        faults.point("log.after_drop")
         said = create_mview_log(
             self.env, master.name, key=key, columns=columns, commit_scn=config.commit_scn,
             purge=config.purge.value, if_not_exists=True,
@@ -1628,8 +1629,9 @@ class _Refresh:
         return Reason(
             ReasonCode.MASTER_COLUMNS_CHANGED,
             f"the view was last built from a snapshot of {named or ', '.join(filled)} older "
-            "than its newest column(s), which read as NULL there (or by an older name); "
-            "rebuilt from the newer snapshot",
+            "than its newest column(s) (added, renamed, retyped, or dropped and added "
+            "again since), which a fast refresh would read there as they were; rebuilt "
+            "from the newer snapshot",
         )
 
     def _record(self) -> ViewRecord | None:

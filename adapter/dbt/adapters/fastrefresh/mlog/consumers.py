@@ -244,6 +244,7 @@ def _new_epoch(env: Env, log: LoadedLog, mview: TableName, position: Position | 
         f"sequence {position.last_sequence}, and it records {log.state.last_sequence}"
     )
     record_state(env, log, log.state.younger(env.clock(), why))
+    faults.point("setup.after_new_epoch")
     reloaded = load_log(env, log.master, log)
     assert reloaded is not None
     return reloaded

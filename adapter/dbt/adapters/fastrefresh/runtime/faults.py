@@ -16,11 +16,13 @@ from collections.abc import Iterator
 VARIABLE = "DBT_FASTREFRESH_FAULT"
 # Every point, in the order a refresh reaches them (the crash tests cover each).
 POINTS = (
+    "setup.after_new_epoch",  # a log found rolled back put in a new epoch (before capture)
     "capture.after_log_append",  # a capture's append to the log (before its state, SQL path)
     "setup.after_mark",  # the mark of rows captured outside a refresh
     "apply.after_merge",  # the view's MERGE (before its state, SQL path)
     "apply.after_rebuild",  # the view's complete rebuild (before its state, SQL path)
     "register.before",  # after a rebuild, before its claims on its logs
+    "log.after_drop",  # a log dropped to be created again (re-keyed, or new columns)
     "purge.after_announce",  # an admin purge's state, before deleting rows a view needs (SQL)
     "purge.after_delete",  # a purge's delete (before its state, SQL path)
     "publish.before",  # the registry append at the end of an invocation
