@@ -487,9 +487,16 @@ def test_log_errors_name_the_cause_and_the_fix(site: Site) -> None:
     mlog.create_mview_log(site.env, f"{site.schema}.k", commit_scn=True, key=["id"])
     with pytest.raises(FastRefreshError, match=r"(?s)already has a materialized view log.*Fix: "):
         mlog.create_mview_log(site.env, f"{site.schema}.k")
-    # IF NOT EXISTS keeps the log as it is, whatever options it is given.
+    # IF NOT EXISTS keeps the log as it is, whatever options it is given, and says how
+    # it differs from the log they would create (it said nothing of them).
     kept = mlog.create_mview_log(site.env, f"{site.schema}.k", key=[], if_not_exists=True)
-    assert "already exists: kept" in kept
+    assert "already exists: kept as it is" in kept, kept
+    assert "it has key (id), not (none: key-less); commit_scn true, not false" in kept, kept
+    assert "Fix: " in kept and "drop_mview_log" in kept, kept
+    same = mlog.create_mview_log(
+        site.env, f"{site.schema}.k", commit_scn=True, key=["id"], if_not_exists=True
+    )
+    assert same.endswith("already exists: kept"), same
     assert site.log("k").flavour == "COMMIT_SCN"
     columns = [r[0] for r in site.sql(f"DESCRIBE TABLE {site.schema}.mlog__k")]
     assert "snaptime__" not in columns, "commit-SCN logs carry no snaptime (seed 002)"

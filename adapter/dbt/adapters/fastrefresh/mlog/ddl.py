@@ -507,7 +507,8 @@ def create_mview_log(
         purge: when consumed rows go: ``deferred`` (default: once per dbt invocation, at
             its end) or ``synchronous`` (in each refresh's wrap-up, as Oracle does).
         if_not_exists: when the master already has a log, keep it and say so instead of
-            failing (Oracle 23's ``IF NOT EXISTS``); the options given are not compared.
+            failing (Oracle 23's ``IF NOT EXISTS``), naming how it differs from the log
+            these options create.
     """
     master = master_table(env, master_name)
     mode = _purge_mode(purge)
@@ -516,7 +517,8 @@ def create_mview_log(
     log_table = log_table_for(master)
     with env.holding([log_lock(log_table)]):
         if _check_name_free(env, master, log_table, if_not_exists=if_not_exists):
-            return f"materialized view log {log_table} on {master} already exists: kept"
+            options = {"commit_scn": commit_scn, "purge": purge, "key": key, "columns": columns}
+            return _kept(env, meta, master, {k: v for k, v in options.items() if v is not None})
         names = [c.name for c in meta.columns]
         key_columns = _resolve_key(meta, master, column_list(key, "key"))
         logged = _logged(master, names, key_columns, column_list(columns, "columns"))
@@ -606,6 +608,22 @@ def _purge_mode(purge: object) -> PurgeMode:
             "Fix: purge='deferred' (consumed rows go once per dbt invocation, at its end) or "
             "'synchronous' (in each refresh's wrap-up, before it returns)."
         ) from None
+
+
+def _kept(env: Env, meta: TableMeta, master: TableName, options: Mapping[str, Any]) -> str:
+    """What ``create_mview_log(if_not_exists=true)`` says of the log it keeps: where it
+    differs from the log ``options`` create (``key`` and ``columns`` when given), how."""
+    log = load_log(env, master, columns=False)
+    said = f"materialized view log {log_table_for(master)} on {master} already exists: kept"
+    differences = log_differences(log.config, meta, options) if log is not None else []
+    if not differences:
+        return said
+    return (
+        f"{said} as it is, though the log these options create would differ: it has "
+        f"{'; '.join(differences)}. Fix: leave it, or drop it with fast_refresh."
+        f"drop_mview_log('{master}') and create it again (every view on it then "
+        "rebuilds once)"
+    )
 
 
 def _check_name_free(
