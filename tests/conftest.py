@@ -14,11 +14,25 @@ from typing import Any
 
 import pytest
 
+from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.runtime.interpreted import CODEGEN_OFF
 
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+RANDOM_START = upkeep.start  # tests/functional/test_upkeep.py puts it back
+
+
+@pytest.fixture(scope="session", autouse=True)
+def upkeep_counts_from_zero() -> Iterator[None]:
+    """A process starts counting its commits to each of our tables at a random point of
+    the upkeep cycle (``upkeep.start``), so that short processes expire them too. Tests
+    count statements and commits: in this process every count starts at zero, and an
+    expiry or a compaction comes only after a full cycle. test_upkeep.py checks the
+    random start itself."""
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(upkeep, "start", lambda every: 0)
+        yield
 
 
 @pytest.fixture(scope="session")

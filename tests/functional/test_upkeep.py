@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import random
 from typing import Any
 
 import pytest
@@ -69,6 +70,42 @@ def test_own_tables_keep_few_snapshots_and_refreshes_stay_right(
     assert all(c <= bound for c in counts.values()), counts
     commits = spark.sql(f"SELECT count(*) FROM {SCHEMA}_registry.refresh_runs").collect()[0][0]
     assert commits == 9 > bound, "the history of every refresh is still there"
+
+
+def test_processes_that_each_commit_less_than_a_cycle_still_expire_and_compact(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scheduled `dbt run` is a process of its own, with a few commits to each log and
+    one publish. Each process counted from zero, so none ever reached a cycle's end:
+    nothing of ours was ever expired or compacted, and every commit read and rewrote a
+    metadata file one snapshot larger. Each process now starts each count at a random
+    point of the cycle, and the tables are expired and compacted about once a cycle."""
+    from tests.conftest import RANDOM_START
+
+    monkeypatch.setattr(upkeep, "start", RANDOM_START)
+    monkeypatch.setattr(upkeep, "_random", random.Random(20261207))
+    monkeypatch.setattr(upkeep, "EVERY", 3)
+    monkeypatch.setattr(upkeep, "KEEP_LAST", 1)
+    monkeypatch.setattr(upkeep, "MIN_AGE", dt.timedelta(0))
+    monkeypatch.setattr(registry, "COMPACT_EVERY", 3)
+    schema = "upkeep_processes"
+    env = keyed_master_with_log(spark, schema, rows=20, groups=4, purge="synchronous")
+    view, sql = TableName(schema, "v"), f"SELECT g, count(*) AS n FROM {schema}.m GROUP BY g"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    rounds = 12
+    for i in range(rounds):
+        env = dataclasses.replace(env, runtime=Runtime())  # a new process
+        spark.sql(f"INSERT INTO {schema}.m VALUES ({100 + i}, {i % 4}, 1)")
+        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+        registry.publish(env)
+    # Each round committed to the log (its capture) and to the registry at least once.
+    assert _snapshots(spark, f"{schema}.mlog__m") < rounds
+    assert _snapshots(spark, f"{schema}_registry.registry") < rounds
+    published = spark.sql(
+        f"SELECT count(*) FROM {schema}_registry.registry WHERE kind = 'mview' AND name = '{view}'"
+    ).collect()[0][0]
+    assert published < rounds, "rows of the view that newer ones replaced were deleted"
+    assert registry.select(env, "mviews", f"mview = '{view}'")[0]["last_refresh_type"] == "FAST"
 
 
 def test_an_expiry_keeps_the_young_and_the_last_snapshots(spark: Any) -> None:

@@ -39,6 +39,27 @@ def test_upkeep_expires_every_nth_commit_of_each_table(monkeypatch: pytest.Monke
     assert upkeep.due(runtime, b) is False
 
 
+def test_a_process_starts_each_count_at_a_random_point_of_the_cycle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process whose count starts at the cycle's last commit expires at its first: over
+    many one-commit processes, about one in ``EVERY`` does."""
+    import random
+
+    from dbt.adapters.fastrefresh.protocol import upkeep
+    from tests.conftest import RANDOM_START
+
+    monkeypatch.setattr(upkeep, "start", RANDOM_START)
+    monkeypatch.setattr(upkeep, "_random", random.Random(5))
+    monkeypatch.setattr(upkeep, "EVERY", 4)
+    starts = {upkeep.start(4) for _ in range(200)}
+    assert starts == {0, 1, 2, 3}
+    expired = sum(upkeep.due(Runtime(), V) for _ in range(4000))
+    assert 850 < expired < 1150, expired  # 1000 expected; the seed fixes the draw
+    monkeypatch.setattr(upkeep, "start", lambda every: every - 1)
+    assert upkeep.due(Runtime(), V) is True
+
+
 def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
     from dbt.adapters.fastrefresh.sqltext import expire_sql
 

@@ -7,7 +7,13 @@ a manifest list and the files a purge replaced, which stay on disk.
 
 So each of those tables counts the commits this process makes to it, and every ``EVERY``
 commits expires its snapshots older than ``MIN_AGE``, always keeping the last
-``KEEP_LAST`` — and so the newest snapshot, whose summary holds a log's state. Nothing of
+``KEEP_LAST`` — and so the newest snapshot, whose summary holds a log's state. A process
+starts each table's count at a random point of the cycle (``start``): a scheduled
+``dbt run`` is a process of its own that makes a few commits to a log, never ``EVERY``,
+and counting from zero it never expired anything. So, a process making ``n`` commits to
+a table expires it with probability ``n / EVERY``, and the table is expired once per
+``EVERY`` commits on average, however they are spread over processes, with no state kept
+for it and no statement spent to find out. Nothing of
 dbt-fastrefresh reads its own tables at an old snapshot, with one exception: a refresh's
 delta statement reads its logs at the snapshots its setup read or wrote (a purge meanwhile
 then takes no row from it), and a purge may replace those snapshots' files meanwhile. A
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import random
 from collections.abc import Iterable, Iterator
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -42,12 +49,22 @@ KEEP_LAST = 10  # snapshots every expiry keeps, however old
 MIN_AGE = dt.timedelta(hours=1)  # snapshots younger than this are kept
 
 
+_random = random.Random()
+
+
+def start(every: int) -> int:
+    """The commits a process counts a table at before its first: a random point of the
+    cycle of ``every`` (see the module's docstring)."""
+    return _random.randrange(every)
+
+
 def due(runtime: Runtime, table: TableName) -> bool:
     """Count one commit to ``table``; true on every ``EVERY``-th (the counter restarts),
-    or on the first commit after that one while a refresh was reading the table."""
+    or on the first commit after that one while a refresh was reading the table. The
+    count starts at ``start``."""
     key = str(table)
     with runtime.holding(["upkeep"]):
-        count = runtime.commits.get(key, 0) + 1
+        count = runtime.commits.get(key, start(EVERY)) + 1
         if count >= EVERY and not runtime.reading.get(key):
             runtime.commits[key] = 0
             return True

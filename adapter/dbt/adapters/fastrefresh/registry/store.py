@@ -41,6 +41,7 @@ from dbt.adapters.fastrefresh.iceberg.leases import ensure_table as ensure_lease
 from dbt.adapters.fastrefresh.iceberg.leases import leases_table
 from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
+from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode, Staleness
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, Position
@@ -578,9 +579,12 @@ def last_refresh(
 
 
 def _compact_when_due(env: Env) -> None:
-    """Every ``COMPACT_EVERY`` publishes, delete the state rows newer ones replaced."""
+    """Every ``COMPACT_EVERY`` publishes, delete the state rows newer ones replaced. The
+    count starts at a random point of the cycle (``upkeep.start``): a ``dbt run`` is a
+    process that publishes once, so the registry is compacted once per ``COMPACT_EVERY``
+    publishes on average, across processes."""
     key = f"publish:{env.registry}"
-    count = env.runtime.commits.get(key, 0) + 1
+    count = env.runtime.commits.get(key, upkeep.start(COMPACT_EVERY)) + 1
     env.runtime.commits[key] = count % COMPACT_EVERY
     if count < COMPACT_EVERY:
         return
