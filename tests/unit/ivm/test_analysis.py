@@ -217,6 +217,80 @@ def test_unsupported_constructs_are_named(sql: str, construct: str) -> None:
     assert construct in (p.reason or "")
 
 
+E = TableName("shop", "events")
+E_COLUMNS = {
+    E: [
+        Column("id", "bigint"),
+        Column("d", "date"),
+        Column("ts", "timestamp"),
+        Column("note", "string"),
+        Column("n", "int"),
+    ]
+}
+CLOCK = "which Spark reads as the clock"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select id, ts from shop.events where ts <= timestamp'now'",
+        "select id from shop.events where ts <= cast('now' as timestamp)",
+        "select count(*) as c from shop.events where ts <= timestamp_ntz'now'",
+        "select id from shop.events where d < date'tomorrow'",
+        "select id from shop.events where d < 'today'",  # the cast Spark adds
+        "select id from shop.events where d between 'yesterday' and d",
+        "select id from shop.events where d in ('today')",
+        "select id from shop.events where year('today') = n",
+        "select id, coalesce(d, 'today') as x from shop.events",
+        "select id from shop.events where to_date('today') > d",
+        "select id, case when d is null then 'today' else d end as x from shop.events",
+        "select id from shop.events where ts + interval 1 day < ' Now '",
+        "select id from shop.events e where exists (select 1 from shop.events f "
+        "where f.id = e.id and f.d > 'yesterday')",
+    ],
+)
+def test_strings_spark_reads_as_the_clock_are_refused(sql: str) -> None:
+    """Spark reads 'now', 'today', 'yesterday' and 'tomorrow' as the clock wherever it
+    takes them for a date or a timestamp: typed literals, casts of constants, and the
+    casts it adds to compare them with one. Such filters refreshed FAST and the view went
+    stale as the clock moved (a hunt through dbt found timestamp'now' and date'tomorrow')."""
+    p = analyze(sql, E_COLUMNS, {E: ["id"]})
+    assert p.shape == "unsupported" and CLOCK in (p.reason or ""), p.reason
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select id from shop.events where note = 'today'",
+        "select id from shop.events where note in ('now', 'later')",
+        "select id, case when n = 0 then 'today' when n = 1 then 'yesterday' else 'older' "
+        "end as bucket from shop.events",
+        "select id, 'today' as label from shop.events",
+        "select id from shop.events where upper(note) = upper('now')",
+        "select id, concat('now', note) as c from shop.events",
+        "select id from shop.events where d > date'epoch'",  # a constant
+    ],
+)
+def test_the_same_strings_as_strings_refresh_fast(sql: str) -> None:
+    p = analyze(sql, E_COLUMNS, {E: ["id"]})
+    assert p.supported, p.reason
+
+
+def test_refusals_name_what_the_query_says() -> None:
+    """sqlglot reads ``unix_timestamp()`` as ``unix_timestamp(current_timestamp())`` and
+    names an unaliased derived table ``_0``: the reasons named neither as written."""
+    reason = plan("select order_id, unix_timestamp() as u from shop.orders").reason or ""
+    assert "non-deterministic function unix_timestamp()" in reason, reason
+    reason = (
+        plan(
+            "select distinct status from (select status, customer_id, count(*) as n "
+            "from shop.orders group by status, customer_id)"
+        ).reason
+        or ""
+    )
+    assert "derived table without an alias" in reason and "_0" not in reason, reason
+
+
 def test_a_master_column_named_like_a_hidden_one_is_named_as_such() -> None:
     """A master column ``__fr_count`` (not a storage table's): the query that reads it
     was refused as "could not be resolved" (the planner leaves such names out of what a

@@ -33,6 +33,7 @@ from dbt.adapters.fastrefresh.ivm.checks import (
     Refused,
     anywhere_offender,
     check_output_names,
+    clock_literal,
     first_offender,
     is_aggregate,
     master_of,
@@ -117,13 +118,23 @@ def analyze(
         return _unsupported(sql, f"the SQL could not be parsed for analysis ({exc})")
     masters = tables_of(sql)
     tree = spark_aggregates(tree)
-    offender = anywhere_offender(tree)
+    offender = anywhere_offender(tree) or clock_literal(tree, _schema(master_columns))
     if offender:
         return _unsupported(sql, f"the query uses {offender}", masters)
     try:
         return _plan(sql, tree, masters, master_columns, keys)
     except Refused as refused:
         return _unsupported(sql, str(refused), masters, refused.code)
+
+
+def _schema(master_columns: dict[TableName, list[Column]]) -> dict[str, object]:
+    """The known masters' columns as sqlglot's schema (``schema.table.column: type``)."""
+    schema: dict[str, object] = {}
+    for master, columns in master_columns.items():
+        if columns is not None:
+            tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
+            tables[master.table] = visible(columns)
+    return schema
 
 
 # Spark aggregate functions sqlglot reads as plain function calls (or, ``any``, as the
@@ -282,8 +293,9 @@ def _inlined(
     left = derived_table(merged)
     if left is not None and not (isinstance(merged, exp.Select) and has_window(merged)):
         name, because = left
+        named = "a derived table without an alias" if re.fullmatch(r"_\d+", name) else name
         raise Refused(
-            f"the query reads the CTE or derived table {name}, which cannot be merged into "
+            f"the query reads the CTE or derived table {named}, which cannot be merged into "
             f"it: {because}"
         )
     return merged

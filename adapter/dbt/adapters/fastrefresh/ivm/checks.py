@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from dbt.adapters.fastrefresh.iceberg.columns import Column
@@ -109,6 +111,8 @@ def anywhere_offender(tree: exp.Expr) -> str | None:
     OFFSET picks) would go stale wherever it sits."""
     for func in tree.find_all(exp.Func):
         name = (func.sql_name() if not isinstance(func, exp.Anonymous) else func.name).lower()
+        if isinstance(func, exp.CurrentTimestamp) and isinstance(func.parent, exp.StrToUnix):
+            name = "unix_timestamp"  # sqlglot reads unix_timestamp() with its default made explicit
         if name in NONDETERMINISTIC or isinstance(func, (exp.Rand, exp.Randn, exp.Uuid)):
             return f"the non-deterministic function {name}()"
         if isinstance(func, (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime)):
@@ -121,6 +125,87 @@ def anywhere_offender(tree: exp.Expr) -> str | None:
         if tree.find(kind) is not None:
             return why
     return None
+
+
+# The strings Spark reads as the clock wherever it casts them to a date or a timestamp:
+# typed literals (timestamp'now', date'today'), casts of constants (cast('now' AS
+# timestamp), to_date('tomorrow')), and the casts it adds where a date or a timestamp is
+# wanted (`d < 'today'`, year('today')). 'epoch' is one too, but a constant.
+CLOCK_WORDS = frozenset({"now", "today", "yesterday", "tomorrow"})
+# Where a value takes the type of the values beside it.
+_COMPARED = (
+    exp.Predicate, exp.Binary, exp.Between, exp.In, exp.Coalesce, exp.If, exp.Case,
+    exp.Nullif, exp.Greatest, exp.Least, exp.Array,
+)  # fmt: skip
+# Where a string stays a string (or a value is kept as it is).
+_AS_STRING = (
+    exp.Alias, exp.Select, exp.Values, exp.Tuple, exp.Struct, exp.Map, exp.Concat,
+    exp.ConcatWs, exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Trim, exp.Initcap,
+    exp.RegexpLike, exp.RegexpReplace, exp.RegexpExtract, exp.Pad, exp.Left, exp.Right,
+    exp.Repeat, exp.StrPosition, exp.MD5, exp.SHA, exp.Split, exp.Reverse, exp.Replace,
+)  # fmt: skip
+
+
+def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
+    """A string in the query that Spark reads as the clock (``CLOCK_WORDS``), as
+    ``anywhere_offender`` names what it finds: a filter on it goes stale, like one on
+    ``current_date()``. Where it is compared, the other side's type says whether Spark
+    casts it (``s = 'today'`` on a string column is a string; a side of unknown type
+    counts as a date); as a function's argument it is taken for a date, but in string
+    functions. Typed from the masters' columns in ``schema``; a query that cannot be
+    typed is refused for that elsewhere, and here only its casts are read."""
+    words = [w for w in tree.find_all(exp.Literal) if _clock_word(w)]
+    if not words:
+        return None
+    try:
+        qualified = qualify_tree(tree, schema)  # type: ignore[arg-type]
+        typed = annotate_types(qualified, schema=schema, dialect=DIALECT)
+        words = [w for w in typed.find_all(exp.Literal) if _clock_word(w)]
+        known = True
+    except (SqlglotError, KeyError, ValueError):
+        known = False
+    for word in words:
+        parent = word.parent
+        while isinstance(parent, exp.Paren):
+            parent = parent.parent
+        if isinstance(parent, (exp.Cast, exp.TryCast)):
+            clock = parent.to.is_type(*exp.DataType.TEMPORAL_TYPES)
+        elif isinstance(parent, _COMPARED):
+            clock = known and _beside_a_date(parent, word)
+        else:
+            clock = known and not isinstance(parent, _AS_STRING)
+        if clock:
+            return (
+                f"the string {word.sql(dialect=DIALECT)}, which Spark reads as the clock "
+                "where it takes it for a date or a timestamp (now, today, yesterday, "
+                "tomorrow), as it does here"
+            )
+    return None
+
+
+def _clock_word(node: exp.Literal) -> bool:
+    return bool(node.is_string) and str(node.this).strip().lower() in CLOCK_WORDS
+
+
+def _beside_a_date(parent: exp.Expr, word: exp.Literal) -> bool:
+    """Whether something compared with ``word`` (in a CASE, another of its values) is a
+    date or a timestamp, or of a type not known."""
+    if isinstance(parent, exp.If) and isinstance(parent.parent, exp.Case):
+        parent = parent.parent
+    if isinstance(parent, exp.Case):
+        others = [i.args.get("true") for i in parent.args.get("ifs") or []]
+        others.append(parent.args.get("default"))
+    elif isinstance(parent, exp.If):
+        others = [parent.args.get("true"), parent.args.get("false")]
+    else:
+        others = [c for c in parent.iter_expressions() if c is not word]
+    for other in others:
+        if other is None or isinstance(other, exp.Literal):
+            continue
+        kind = other.type
+        if kind is None or kind.is_type(exp.DataType.Type.UNKNOWN, *exp.DataType.TEMPORAL_TYPES):
+            return True
+    return False
 
 
 def master_of(table: exp.Table, master_columns: dict[TableName, list[Column]]) -> TableName:
