@@ -646,6 +646,31 @@ def test_a_capture_waiting_for_the_log_reads_the_master_after_the_wait(site: Sit
     site.refresh("cw", "v", method="fast")
 
 
+def test_the_refresh_that_finds_the_history_lost_is_not_older_than_the_log(site: Site) -> None:
+    """A view's refresh whose capture finds its master's history gone (the table
+    replaced: an upstream model's `create or replace`) rebuilds the view in the log's new
+    epoch. The epoch started at the capture's clock, a few milliseconds after the refresh
+    time the view records, so the registry's `fast_refresh_mviews`, which compares the two
+    times, showed the fresh view UNUSABLE until a later refresh wrote its place."""
+    master = keyed_master(site, "hr")
+    site.refresh("hr", "v")
+    site.sql(f"DROP TABLE {master}")
+    site.sql(f"CREATE TABLE {master} (id INT NOT NULL, v INT) USING iceberg")
+    site.sql(f"INSERT INTO {master} VALUES (2, 2)")
+    seen = site.refresh("hr", "v")
+    assert site.last.reason is not None and site.last.reason.code is ReasonCode.LOG_YOUNGER
+    assert "history lost" in (site.log("hr").younger_reason or "")
+    assert site.log("hr").younger_than <= seen
+    registry.publish(site.env)
+    # The registry model's test (models/registry/fast_refresh_mviews.sql), on what it reads.
+    younger = site.sql(
+        f"SELECT count(*) FROM {site.schema}_registry.mview_log_users u JOIN "
+        f"{site.schema}_registry.mview_logs l ON l.log_table = u.log_table "
+        f"WHERE u.mview = '{site.t('v')}' AND l.younger_than > u.last_refresh"
+    )
+    assert younger == [(0,)]
+
+
 def test_lost_master_history_makes_the_log_younger(site: Site) -> None:
     """Master dropped and recreated, or its snapshots expired: never a silent gap."""
     master = keyed_master(site, "h")

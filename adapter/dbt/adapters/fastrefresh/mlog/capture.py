@@ -189,7 +189,7 @@ def capture_locked(
         fresh = require_iceberg(env.tables.load(name, fresh=True), name)
         return capture_locked(env, log, fresh, stamp=stamp)
     if chain.gap:
-        return _history_lost(env, log, current, chain.gap, now=now, started=started)
+        return _history_lost(env, log, current, chain.gap, now=now, started=started, at=stamp)
     columns = master_columns(log, master)
     relevant = [s for s in chain.snapshots if s.operation != "replace"]
     if log.config.commit_scn or state.marked_sequence < state.last_sequence:
@@ -221,13 +221,26 @@ def capture_locked(
 
 
 def _history_lost(
-    env: Env, log: LoadedLog, current: int | None, gap: str, *, now: dt.datetime, started: float
+    env: Env,
+    log: LoadedLog,
+    current: int | None,
+    gap: str,
+    *,
+    now: dt.datetime,
+    started: float,
+    at: dt.datetime | None = None,
 ) -> tuple[CaptureResult, LoadedLog]:
     """The commits since the last capture are gone (``gap`` says how): the log starts a
     new epoch at ``current``, younger than every view on it (they refresh completely
-    once)."""
+    once). ``at``: the time of the refresh whose setup found it (chosen before this
+    capture, after every refresh of the old epoch), which the new epoch starts at: the
+    registry's models find a view older than its log by time, and the refresh that
+    rebuilds the view here is not (``now``, read later, was a few milliseconds after it,
+    and the view showed UNUSABLE until its next refresh that wrote its place)."""
     state = log.state
-    gone = state.younger(now, f"history lost: {gap}", captured_through=current, captured_at=now)
+    gone = state.younger(
+        at or now, f"history lost: {gap}", captured_through=current, captured_at=now
+    )
     log = record_state(env, log, gone)
     result = CaptureResult(
         log.master, log.log_table, state.captured_through, current, 0, 0,
