@@ -245,6 +245,9 @@ CLOCK = "which Spark reads as the clock"
         "select id from shop.events where to_date('today') > d",
         "select id, case when d is null then 'today' else d end as x from shop.events",
         "select id from shop.events where ts + interval 1 day < ' Now '",
+        "select id, date_format('now', 'yyyy') as y from shop.events",
+        "select id from shop.events where datediff('today', d) < 3",
+        "select id from shop.events where from_utc_timestamp('now', 'UTC') > ts",
         "select id from shop.events e where exists (select 1 from shop.events f "
         "where f.id = e.id and f.d > 'yesterday')",
     ],
@@ -268,6 +271,8 @@ def test_strings_spark_reads_as_the_clock_are_refused(sql: str) -> None:
         "select id, 'today' as label from shop.events",
         "select id from shop.events where upper(note) = upper('now')",
         "select id, concat('now', note) as c from shop.events",
+        "select id from shop.events where contains(note, 'now') or note like 'today%'",
+        "select id from shop.events where note || 'x' = 'today'",
         "select id from shop.events where d > date'epoch'",  # a constant
     ],
 )

@@ -3,6 +3,7 @@ qualification against the masters' columns, and the checks of a query's parts.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from sqlglot import exp
@@ -137,13 +138,12 @@ _COMPARED = (
     exp.Predicate, exp.Binary, exp.Between, exp.In, exp.Coalesce, exp.If, exp.Case,
     exp.Nullif, exp.Greatest, exp.Least, exp.Array,
 )  # fmt: skip
-# Where a string stays a string (or a value is kept as it is).
-_AS_STRING = (
-    exp.Alias, exp.Select, exp.Values, exp.Tuple, exp.Struct, exp.Map, exp.Concat,
-    exp.ConcatWs, exp.Upper, exp.Lower, exp.Length, exp.Substring, exp.Trim, exp.Initcap,
-    exp.RegexpLike, exp.RegexpReplace, exp.RegexpExtract, exp.Pad, exp.Left, exp.Right,
-    exp.Repeat, exp.StrPosition, exp.MD5, exp.SHA, exp.Split, exp.Reverse, exp.Replace,
-)  # fmt: skip
+# Spark's functions of dates and timestamps, by sqlglot's class name (``Year``,
+# ``DateDiff``, ``TsOrDsToDate``, ``StrToTime``, ``UnixToTime``) or, for functions it
+# does not know, by name (``make_date``, ``from_utc_timestamp``): a string given them
+# is cast to a date or a timestamp.
+_TEMPORAL_CLASS = re.compile(r"Date|Time|Ts|Year|Quarter|Month|Week|Day|Hour|Minute|Second|Unix")
+_TEMPORAL_NAME = re.compile(r"date|time|year|quarter|month|week|day|hour|minute|second|unix")
 
 
 def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
@@ -151,9 +151,10 @@ def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
     ``anywhere_offender`` names what it finds: a filter on it goes stale, like one on
     ``current_date()``. Where it is compared, the other side's type says whether Spark
     casts it (``s = 'today'`` on a string column is a string; a side of unknown type
-    counts as a date); as a function's argument it is taken for a date, but in string
-    functions. Typed from the masters' columns in ``schema``; a query that cannot be
-    typed is refused for that elsewhere, and here only its casts are read."""
+    counts as a date); a function of dates and timestamps takes it for one; elsewhere
+    (an output, a string function's argument) it is a string. Typed from the masters'
+    columns in ``schema``; a query that cannot be typed is refused for that elsewhere,
+    and here only its casts and date functions are read."""
     words = [w for w in tree.find_all(exp.Literal) if _clock_word(w)]
     if not words:
         return None
@@ -172,8 +173,12 @@ def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
             clock = parent.to.is_type(*exp.DataType.TEMPORAL_TYPES)
         elif isinstance(parent, _COMPARED):
             clock = known and _beside_a_date(parent, word)
+        elif isinstance(parent, exp.Anonymous):
+            clock = bool(_TEMPORAL_NAME.search(parent.name.lower()))
         else:
-            clock = known and not isinstance(parent, _AS_STRING)
+            clock = isinstance(parent, exp.Func) and bool(
+                _TEMPORAL_CLASS.search(type(parent).__name__)
+            )
         if clock:
             return (
                 f"the string {word.sql(dialect=DIALECT)}, which Spark reads as the clock "
