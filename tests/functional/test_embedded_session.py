@@ -99,15 +99,26 @@ def test_a_class_metadata_threshold_in_the_java_options_is_the_one_the_jvm_takes
 
 
 # A process of its own (a JVM is launched once per process): the embedded session on a
-# state folder (its Iceberg extensions load with it), one Spark job, and HotSpot's log of
-# where each class came from. No catalog access: the metastore's start would double the
-# test's time and show nothing more.
+# state folder (its Iceberg extensions load with it), one Spark job, one write that a row
+# stops (as a refresh's NaN guard does), and HotSpot's log of where each class came from.
+# No catalog access: the metastore's start would double the test's time and show nothing
+# more (the write goes to Spark's `noop` source, a DataSource V2 write as Iceberg's are).
 SESSION = """
 import sys
 from dbt.adapters.fastrefresh.runtime.embedded import start_session
 spark = start_session(sys.argv[1], {"spark.driver.extraJavaOptions": "-Xlog:class+load=info"})
 assert spark.range(3).selectExpr("sum(id)").collect()[0][0] == 3
+stopped = spark.range(3).selectExpr("if(id > 1, raise_error('stopped on purpose'), id) AS x")
+try:
+    stopped.write.format("noop").mode("overwrite").save()
+except Exception as exc:
+    assert "stopped on purpose" in str(exc), exc
+else:
+    raise AssertionError("the write was not stopped")
 """
+# What the session's log4j2.properties keeps off stderr: the task's and the write's own
+# ERROR lines about a failure the driver raises to the caller (a Java stack trace each).
+ABORT_LINES = ("Aborting task", "Aborting commit", "Aborted commit", "Data source write support")
 FROM_ARCHIVE = "source: shared objects file (top)"  # HotSpot: from the dynamic archive
 
 
@@ -124,6 +135,7 @@ def session(state: Path, cache: Path) -> subprocess.CompletedProcess[str]:
 def test_a_second_process_loads_the_classes_the_first_archived(tmp_path: Path) -> None:
     cache = tmp_path / "classes"
     first = session(tmp_path / "one", cache)
+    assert not [line for line in ABORT_LINES if line in first.stderr], first.stderr[-3000:]
     assert "saving the Spark JVM's classes" in first.stderr
     assert FROM_ARCHIVE not in first.stdout, "no archive yet: the first JVM read the jars"
     archives = list(cache.glob("*.jsa"))

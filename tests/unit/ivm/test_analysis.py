@@ -248,6 +248,12 @@ CLOCK = "which Spark reads as the clock"
         "select id, date_format('now', 'yyyy') as y from shop.events",
         "select id from shop.events where datediff('today', d) < 3",
         "select id from shop.events where from_utc_timestamp('now', 'UTC') > ts",
+        "select id from shop.events where ts > 'now' - interval 1 day",  # "the last day"
+        "select id from shop.events where d >= 'today' - interval 30 days",
+        "select id, case d when 'today' then 1 else 0 end as c from shop.events",
+        "select id from shop.events where extract(year from 'today') = n",
+        "select id from shop.events where trunc('today', 'MM') < d",
+        "select id from shop.events where ts < timestamp'today UTC'",
         "select id from shop.events e where exists (select 1 from shop.events f "
         "where f.id = e.id and f.d > 'yesterday')",
     ],
@@ -273,6 +279,9 @@ def test_strings_spark_reads_as_the_clock_are_refused(sql: str) -> None:
         "select id, concat('now', note) as c from shop.events",
         "select id from shop.events where contains(note, 'now') or note like 'today%'",
         "select id from shop.events where note || 'x' = 'today'",
+        "select id, case note when 'today' then 1 else 0 end as c from shop.events",
+        "select id, struct('now' as x) as s, d || 'now' as t from shop.events",
+        "select id from shop.events where d like 'today'",
         "select id from shop.events where d > date'epoch'",  # a constant
     ],
 )

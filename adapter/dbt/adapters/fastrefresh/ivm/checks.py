@@ -7,7 +7,6 @@ import re
 from collections.abc import Sequence
 
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
@@ -129,21 +128,30 @@ def anywhere_offender(tree: exp.Expr) -> str | None:
 
 
 # The strings Spark reads as the clock wherever it casts them to a date or a timestamp:
-# typed literals (timestamp'now', date'today'), casts of constants (cast('now' AS
-# timestamp), to_date('tomorrow')), and the casts it adds where a date or a timestamp is
-# wanted (`d < 'today'`, year('today')). 'epoch' is one too, but a constant.
+# typed literals (timestamp'now', date'today', timestamp'today UTC'), casts of constants
+# (cast('now' AS timestamp), to_date('tomorrow')), and the casts it adds where a date or
+# a timestamp is wanted (`d < 'today'`, `'now' - interval 1 day`, year('today')).
+# 'epoch' is one too, but a constant.
 CLOCK_WORDS = frozenset({"now", "today", "yesterday", "tomorrow"})
-# Where a value takes the type of the values beside it.
+# Where a value takes the type of the values beside it. With ANSI off Spark makes a
+# date and a string in COALESCE, CASE, IN or array() strings, with ANSI on dates: both
+# are taken for the clock.
 _COMPARED = (
     exp.Predicate, exp.Binary, exp.Between, exp.In, exp.Coalesce, exp.If, exp.Case,
     exp.Nullif, exp.Greatest, exp.Least, exp.Array,
 )  # fmt: skip
+# Comparisons and operators whose sides are strings whatever the other side is.
+_OF_STRINGS = (exp.DPipe, exp.Like, exp.ILike, exp.RegexpLike, exp.PropertyEQ)
 # Spark's functions of dates and timestamps, by sqlglot's class name (``Year``,
-# ``DateDiff``, ``TsOrDsToDate``, ``StrToTime``, ``UnixToTime``) or, for functions it
-# does not know, by name (``make_date``, ``from_utc_timestamp``): a string given them
-# is cast to a date or a timestamp.
-_TEMPORAL_CLASS = re.compile(r"Date|Time|Ts|Year|Quarter|Month|Week|Day|Hour|Minute|Second|Unix")
-_TEMPORAL_NAME = re.compile(r"date|time|year|quarter|month|week|day|hour|minute|second|unix")
+# ``DateDiff``, ``TsOrDsToDate``, ``StrToTime``, ``UnixToTime``, ``Extract``) or, for
+# functions it does not know, by name (``make_date``, ``from_utc_timestamp``,
+# ``trunc``): a string given them is cast to a date or a timestamp.
+_TEMPORAL_CLASS = re.compile(
+    r"Date|Time|Ts|Year|Quarter|Month|Week|Day|Hour|Minute|Second|Unix|Extract"
+)
+_TEMPORAL_NAME = re.compile(
+    r"date|time|year|quarter|month|week|day|hour|minute|second|unix|trunc|extract"
+)
 
 
 def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
@@ -151,10 +159,11 @@ def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
     ``anywhere_offender`` names what it finds: a filter on it goes stale, like one on
     ``current_date()``. Where it is compared, the other side's type says whether Spark
     casts it (``s = 'today'`` on a string column is a string; a side of unknown type
-    counts as a date); a function of dates and timestamps takes it for one; elsewhere
-    (an output, a string function's argument) it is a string. Typed from the masters'
-    columns in ``schema``; a query that cannot be typed is refused for that elsewhere,
-    and here only its casts and date functions are read."""
+    counts as a date, an interval too); a function of dates and timestamps takes it for
+    one; elsewhere (an output, a string function's argument) it is a string. Typed from
+    the masters' columns in ``schema``: a query over tables all known that sqlglot
+    cannot type has each comparison taken for one with a date (a query over a table not
+    known is refused for that)."""
     words = [w for w in tree.find_all(exp.Literal) if _clock_word(w)]
     if not words:
         return None
@@ -162,40 +171,54 @@ def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
         qualified = qualify_tree(tree, schema)  # type: ignore[arg-type]
         typed = annotate_types(qualified, schema=schema, dialect=DIALECT)
         words = [w for w in typed.find_all(exp.Literal) if _clock_word(w)]
-        known = True
-    except (SqlglotError, KeyError, ValueError):
-        known = False
+        unknown = False
+    except Exception:  # sqlglot's, or a type it cannot read
+        unknown = all(_in_schema(t, schema) for t in tree.find_all(exp.Table) if t.db)
     for word in words:
-        parent = word.parent
-        while isinstance(parent, exp.Paren):
-            parent = parent.parent
-        if isinstance(parent, (exp.Cast, exp.TryCast)):
-            clock = parent.to.is_type(*exp.DataType.TEMPORAL_TYPES)
-        elif isinstance(parent, _COMPARED):
-            clock = known and _beside_a_date(parent, word)
-        elif isinstance(parent, exp.Anonymous):
-            clock = bool(_TEMPORAL_NAME.search(parent.name.lower()))
-        else:
-            clock = isinstance(parent, exp.Func) and bool(
-                _TEMPORAL_CLASS.search(type(parent).__name__)
-            )
-        if clock:
+        if _read_as_clock(word, unknown=unknown):
             return (
                 f"the string {word.sql(dialect=DIALECT)}, which Spark reads as the clock "
                 "where it takes it for a date or a timestamp (now, today, yesterday, "
-                "tomorrow), as it does here"
+                "tomorrow), as it may here"
             )
     return None
 
 
+def _read_as_clock(word: exp.Literal, *, unknown: bool) -> bool:
+    """Whether Spark casts ``word`` to a date or a timestamp where it stands (``unknown``:
+    the query could not be typed; its comparisons count as with a date)."""
+    parent = word.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    if isinstance(parent, (exp.Cast, exp.TryCast)):
+        return bool(parent.to.is_type(*exp.DataType.TEMPORAL_TYPES))
+    if isinstance(parent, _OF_STRINGS):
+        return False
+    if isinstance(parent, _COMPARED):
+        return unknown or (word.type is not None and _beside_a_date(parent, word))
+    if isinstance(parent, exp.Anonymous):
+        return bool(_TEMPORAL_NAME.search(parent.name.lower()))
+    return isinstance(parent, exp.Func) and bool(_TEMPORAL_CLASS.search(type(parent).__name__))
+
+
+def _in_schema(table: exp.Table, schema: dict[str, object]) -> bool:
+    tables = schema.get(table.db.lower())
+    return isinstance(tables, dict) and table.name.lower() in tables
+
+
 def _clock_word(node: exp.Literal) -> bool:
-    return bool(node.is_string) and str(node.this).strip().lower() in CLOCK_WORDS
+    """A string whose first word is one of ``CLOCK_WORDS`` (``'today UTC'`` too)."""
+    words = str(node.this).split() if node.is_string else []
+    return bool(words) and words[0].lower() in CLOCK_WORDS
 
 
 def _beside_a_date(parent: exp.Expr, word: exp.Literal) -> bool:
-    """Whether something compared with ``word`` (in a CASE, another of its values) is a
-    date or a timestamp, or of a type not known."""
+    """Whether something compared with ``word`` (in a CASE, another of its values, or the
+    operand a simple CASE compares it with) is a date, a timestamp or an interval, or of
+    a type not known."""
     if isinstance(parent, exp.If) and isinstance(parent.parent, exp.Case):
+        if parent.this is word and parent.parent.this is not None:  # CASE d WHEN 'today'
+            return _dated(parent.parent.this)
         parent = parent.parent
     if isinstance(parent, exp.Case):
         others = [i.args.get("true") for i in parent.args.get("ifs") or []]
@@ -204,13 +227,17 @@ def _beside_a_date(parent: exp.Expr, word: exp.Literal) -> bool:
         others = [parent.args.get("true"), parent.args.get("false")]
     else:
         others = [c for c in parent.iter_expressions() if c is not word]
-    for other in others:
-        if other is None or isinstance(other, exp.Literal):
-            continue
-        kind = other.type
-        if kind is None or kind.is_type(exp.DataType.Type.UNKNOWN, *exp.DataType.TEMPORAL_TYPES):
-            return True
-    return False
+    return any(o is not None and not isinstance(o, exp.Literal) and _dated(o) for o in others)
+
+
+def _dated(node: exp.Expr) -> bool:
+    """Whether ``node`` is a date, a timestamp or an interval, or of a type not known."""
+    if isinstance(node, exp.Interval):
+        return True
+    kind, types = node.type, exp.DataType.Type
+    return kind is None or bool(
+        kind.is_type(types.UNKNOWN, types.INTERVAL, *exp.DataType.TEMPORAL_TYPES)
+    )
 
 
 def master_of(table: exp.Table, master_columns: dict[TableName, list[Column]]) -> TableName:

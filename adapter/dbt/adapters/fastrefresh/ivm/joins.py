@@ -125,8 +125,10 @@ def _qualified_join(
                 f"the outer join reads {master}, which has no keyed materialized view log "
                 "(an outer join refreshes fast only when the logs of both its tables have a "
                 "primary key: its rows belong to the preserved side's keys; give it one "
-                "with `mview_log: {key: [...]}` on the dbt model, seed or source that "
-                "holds it, or by creating its log again with create_mview_log's `key`)",
+                "by dropping the log (fast_refresh.drop_mview_log) and setting "
+                "`mview_log: {key: [...]}` on the dbt model, seed or source that holds "
+                "it, which the next run creates it with, or by creating it with "
+                "create_mview_log's `key`)",
                 code="no_keyed_log",
             )
         tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]

@@ -517,7 +517,12 @@ def create_mview_log(
     log_table = log_table_for(master)
     with env.holding([log_lock(log_table)]):
         if _check_name_free(env, master, log_table, if_not_exists=if_not_exists):
-            options = {"commit_scn": commit_scn, "purge": purge, "key": key, "columns": columns}
+            # The macro passes every option; commit_scn and purge at their defaults may
+            # be options not given (the documented hook gives none).
+            options = {
+                "key": key, "columns": columns, "commit_scn": commit_scn or None,
+                "purge": None if mode is PurgeMode.DEFERRED else purge,
+            }  # fmt: skip
             return _kept(env, meta, master, {k: v for k, v in options.items() if v is not None})
         names = [c.name for c in meta.columns]
         key_columns = _resolve_key(meta, master, column_list(key, "key"))
@@ -612,10 +617,15 @@ def _purge_mode(purge: object) -> PurgeMode:
 
 def _kept(env: Env, meta: TableMeta, master: TableName, options: Mapping[str, Any]) -> str:
     """What ``create_mview_log(if_not_exists=true)`` says of the log it keeps: where it
-    differs from the log ``options`` create (``key`` and ``columns`` when given), how."""
-    log = load_log(env, master, columns=False)
+    differs from the log ``options`` create (those given: ``commit_scn`` and ``purge``
+    when not their defaults), how. Options that no longer fit the master (a key column
+    dropped since) are said, not raised: a hook keeping the log must not fail the model."""
     said = f"materialized view log {log_table_for(master)} on {master} already exists: kept"
-    differences = log_differences(log.config, meta, options) if log is not None else []
+    try:
+        log = load_log(env, master, columns=False)
+        differences = log_differences(log.config, meta, options) if log is not None else []
+    except FastRefreshError as exc:
+        return f"{said} as it is; its options could not be compared with it: {exc}"
     if not differences:
         return said
     return (
