@@ -599,6 +599,10 @@ def test_a_log_rolled_back_under_its_views_is_younger_than_them(spark: Any, kill
         with pytest.raises(faults.Crash), faults.crash_at("setup.after_new_epoch"):
             site.refresh("rb", "v")
         site.env = dataclasses.replace(site.env, runtime=Runtime())  # a new process
+        # Killed after the new epoch's commit, before the capture: the update is not in
+        # the log yet, and the log says why it is younger.
+        assert "rolled back or restored" in (site.log("rb").younger_reason or "")
+        assert site.sql(f"SELECT count(*) FROM {site.schema}.mlog__rb WHERE v = 40") == [(0,)]
     site.refresh("rb", "v")  # checks the view against its query
     reason = site.last.reason
     assert site.last.refresh_type == "COMPLETE" and reason is not None

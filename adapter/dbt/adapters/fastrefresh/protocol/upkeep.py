@@ -64,7 +64,7 @@ def due(runtime: Runtime, table: TableName) -> bool:
     count starts at ``start``."""
     key = str(table)
     with runtime.holding(["upkeep"]):
-        count = runtime.commits.get(key, start(EVERY)) + 1
+        count = (runtime.commits[key] if key in runtime.commits else start(EVERY)) + 1
         if count >= EVERY and not runtime.reading.get(key):
             runtime.commits[key] = 0
             return True

@@ -584,7 +584,8 @@ def _compact_when_due(env: Env) -> None:
     process that publishes once, so the registry is compacted once per ``COMPACT_EVERY``
     publishes on average, across processes."""
     key = f"publish:{env.registry}"
-    count = env.runtime.commits.get(key, upkeep.start(COMPACT_EVERY)) + 1
+    counts = env.runtime.commits
+    count = (counts[key] if key in counts else upkeep.start(COMPACT_EVERY)) + 1
     env.runtime.commits[key] = count % COMPACT_EVERY
     if count < COMPACT_EVERY:
         return
