@@ -57,6 +57,10 @@ def test_types_that_hold_an_instant_shown_in_the_session_zone() -> None:
         ("select k, from_unixtime(x) as t from s.m", "calls from_unixtime()"),
         ("select k, date_format(day, 'yyyy') as y from s.m", "calls date_format()"),
         ("select k, day + interval 3 hours as t from s.m", "adds INTERVAL '3' HOURS"),
+        # Spark types a scaled day interval DAY TO SECOND: the DATE becomes a TIMESTAMP at
+        # the zone's midnight (a hunt through dbt found the view mixing two zones' rows).
+        ("select k, day + interval '1' day * x as t from s.m", "scales INTERVAL '1' DAY"),
+        ("select k, day - x * (interval 2 days) as t from s.m", "scales INTERVAL '2' DAYS"),
         ("select k, from_json(s, 'a int') as j from s.m", "calls from_json()"),
         ("select x, count(*) as n from s.m where to_timestamp(s) > ntz group by x",
          "calls to_timestamp()"),
@@ -74,6 +78,7 @@ def test_a_query_reads_the_zone(sql: str, why: str) -> None:
         "select k, ntz, day, cast(ntz as string) as t from s.m",
         "select x, count(*) as n, max(day) as last_day from s.m group by x",
         "select k, day + interval 3 days as later, cast(s as timestamp_ntz) as n from s.m",
+        "select k, day + interval '1' month * x as later from s.m",  # months: a DATE
         "select m.k, d.name from s.m m join s.d d on m.k = d.k",
         "select k, upper(s) as u, year(day) as y, to_date(s) as d from s.m",
     ],

@@ -12,8 +12,9 @@ when they differ (``decisions.ReasonCode.TIME_ZONE_CHANGED``).
 The test is conservative: a query reads the zone when it reads a master column whose type
 holds a ``TIMESTAMP`` (a ``TIMESTAMP_NTZ`` has no zone), casts to one, or calls a function
 that converts between instants and local times or may cast a string to a timestamp
-(``ZONED_FUNCTIONS``), or writes an interval of hours, minutes or seconds (which makes a
-DATE a TIMESTAMP). Anything else it may call (a UDF reading the zone) is not seen.
+(``ZONED_FUNCTIONS``), or writes an interval of hours, minutes or seconds, or scales a
+day-time interval (``INTERVAL '1' DAY * k``, typed DAY TO SECOND): either makes a DATE a
+TIMESTAMP. Anything else it may call (a UDF reading the zone) is not seen.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ ZONED_FUNCTIONS = frozenset(
 _CALLED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 # An interval of these units added to a DATE makes a TIMESTAMP in the session's zone.
 _TIME_UNITS = re.compile(r"HOUR|MINUTE|SECOND", re.IGNORECASE)
+# A year-month interval, which a DATE adds as months (a DATE, without a zone).
+_MONTH_UNITS = re.compile(r"YEAR|MONTH", re.IGNORECASE)
 
 
 def zoned_type(spark_type: str) -> bool:
@@ -93,6 +96,13 @@ def _zoned_expression(tree: exp.Expr) -> str | None:
         written = interval.sql(dialect=DIALECT)
         if _TIME_UNITS.search(written):
             return f"adds {written}"
+        scaled = interval.parent
+        while isinstance(scaled, exp.Paren):
+            scaled = scaled.parent
+        if isinstance(scaled, (exp.Mul, exp.Div)) and not _MONTH_UNITS.search(written):
+            # Spark types INTERVAL '1' DAY * k as INTERVAL DAY TO SECOND: a DATE plus it is
+            # a TIMESTAMP at the session zone's midnight.
+            return f"scales {written} (a day-time interval)"
     for call in tree.find_all(exp.Func):
         called = _CALLED.match(call.sql(dialect=DIALECT))
         name = called.group(1).lower() if called else ""
