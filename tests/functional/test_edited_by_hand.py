@@ -21,7 +21,7 @@ import pytest
 from dbt.adapters.fastrefresh.engine import refresh
 from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.mlog.ddl import load_log
+from dbt.adapters.fastrefresh.mlog.ddl import create_mview_log, drop_mview_log, load_log
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode, RefreshType
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import Runtime
@@ -203,6 +203,29 @@ def test_a_log_killed_between_its_drop_and_its_creation_is_created_by_the_next_r
     assert len(created) == 1 and "key-less (full row images)" in created[0], created
     spark.sql(f"DELETE FROM {s}.m WHERE k = 1 AND x = 7")
     assert _forced_all(spark, env, views, up, RefreshType.FAST) == []
+
+
+def test_a_log_keyed_since_the_views_build_is_not_taken_for_a_hand_edit(spark: Any) -> None:
+    """A join view over a key-less log keeps no key of that table; once the log is
+    created again with a key, the view's plan needs that key's hidden columns, which its
+    storage table never had. The rebuild said the table "was changed outside
+    dbt-fastrefresh", which no one had done: the reason is the log's."""
+    s = "log_keyed_since"
+    env = keyed_master_with_log(spark, s, 6, 2, "java")
+    spark.sql(f"CREATE TABLE {s}.b (bk BIGINT, g INT, y INT) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.b VALUES (1, 0, 10), (2, 1, 20)")
+    create_mview_log(env, f"{s}.b", key=[])
+    view, sql = TableName(s, "j"), f"SELECT m.k, b.y FROM {s}.m m JOIN {s}.b b ON m.g = b.g"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    spark.sql(f"INSERT INTO {s}.b VALUES (3, 0, 30)")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+    drop_mview_log(env, f"{s}.b")
+    create_mview_log(env, f"{s}.b", key=["bk"])
+    result = refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
+    assert result.reason is not None and result.reason.code is ReasonCode.LOG_YOUNGER, result.reason
+    assert "outside dbt-fastrefresh" not in str(result.reason)
+    spark.sql(f"UPDATE {s}.b SET y = 31 WHERE bk = 3")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 
 
 def _forced_all(

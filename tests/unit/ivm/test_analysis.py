@@ -426,7 +426,16 @@ def test_an_outer_join_needs_a_keyed_log_on_both_tables() -> None:
         keys={M: ["order_id"]},
     )
     assert p.shape == "unsupported"
-    assert "shop.customers, which has no keyed materialized view log" in (p.reason or "")
+    assert "reads shop.customers, which has no keyed materialized view log" in (p.reason or "")
+    # Both without one: both named (the first alone was named, though the other was the
+    # one its user had to key).
+    p = plan(
+        "select o.order_id, c.region from shop.orders o left join shop.customers c "
+        "on o.customer_id = c.customer_id",
+        keys={},
+    )
+    reason = p.reason or ""
+    assert "reads shop.orders and shop.customers, which have no keyed" in reason, reason
 
 
 def test_query_hash_ignores_formatting_but_not_meaning() -> None:

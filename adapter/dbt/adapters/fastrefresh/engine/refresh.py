@@ -72,6 +72,7 @@ from dbt.adapters.fastrefresh.mlog.consumers import (
     register,
     setup,
     setup_writes,
+    usability_problem,
 )
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
@@ -547,9 +548,25 @@ def decide(
     if never is not None:
         return never
     # Last: a plan that cannot refresh fast (a master without its log, say) may need
-    # columns the view never had, with no hand in it.
+    # columns the view never had, with no hand in it; nor one whose logs were created
+    # again with a key since (their key's hidden columns): the logs' reason is the one.
     altered = storage_altered(view, plan)
-    return None if altered is None else Reason(ReasonCode.UNFINISHED, altered)
+    if altered is None:
+        return None
+    return _younger_log(view, masters) or Reason(ReasonCode.UNFINISHED, altered)
+
+
+def _younger_log(view: ViewRecord, masters: list[MasterState]) -> Reason | None:
+    """The first of the view's logs that cannot give it its changes (``usability_problem``
+    on what was read: a log created again since the view's last refresh, say)."""
+    assert view.state is not None
+    for m in masters:
+        if m.log is not None:
+            position = view.state.positions.get(str(m.log.log_table))
+            problem = usability_problem(m.log, view.name, position, view.state.last_refresh_time)
+            if problem is not None:
+                return problem
+    return None
 
 
 def _since_built(

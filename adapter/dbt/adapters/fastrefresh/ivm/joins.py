@@ -118,19 +118,21 @@ def _qualified_join(
     if from_ is None or not isinstance(from_.this, exp.Table):
         raise Refused("the query must read tables in FROM")
     schema: dict[str, object] = {}
-    for table in tree.find_all(exp.Table):
-        master = master_of(table, master_columns)
-        if not keys.get(master) and not keyless_ok:
-            raise Refused(
-                f"the outer join reads {master}, which has no keyed materialized view log "
-                "(an outer join refreshes fast only when the logs of both its tables have a "
-                "primary key: its rows belong to the preserved side's keys; give it one "
-                "by dropping the log (fast_refresh.drop_mview_log) and setting "
-                "`mview_log: {key: [...]}` on the dbt model, seed or source that holds "
-                "it, which the next run creates it with, or by creating it with "
-                "create_mview_log's `key`)",
-                code="no_keyed_log",
-            )
+    masters = [master_of(table, master_columns) for table in tree.find_all(exp.Table)]
+    unkeyed = list(dict.fromkeys(m for m in masters if not keys.get(m)))
+    if unkeyed and not keyless_ok:
+        named = " and ".join(str(m) for m in unkeyed)
+        raise Refused(
+            f"the outer join reads {named}, which {'has' if len(unkeyed) == 1 else 'have'} "
+            "no keyed materialized view log (an outer join refreshes fast only when the "
+            "logs of both its tables have a primary key: its rows belong to the preserved "
+            "side's keys; a table gets one from `mview_log: {key: [...]}` on the dbt "
+            "model, seed or source that holds it, when the run creates its log (drop a "
+            "key-less log first: fast_refresh.drop_mview_log), or from create_mview_log's "
+            "`key`)",
+            code="no_keyed_log",
+        )
+    for master in masters:
         tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
         tables[master.table] = visible(master_columns[master])
     try:
