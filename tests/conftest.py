@@ -181,6 +181,7 @@ LONGEST_FIRST = {
     "tests/functional/test_fault_matrix.py::test_every_fault_point_recovers[java-timestamp-aggregate]": 26,
     "tests/functional/test_exact_values.py::test_a_negative_zero_keeps_its_sign_from_the_log_to_the_views": 26,
     "tests/functional/test_added_columns.py::test_a_log_made_for_a_dbt_node_is_made_again_when_its_master_gains_columns[sql]": 24,
+    "tests/functional/test_upkeep.py::test_processes_that_each_commit_less_than_a_cycle_still_expire_and_compact": 24,
     "tests/functional/test_materialization.py::TestFallbacksAndErrors": 22,
     "tests/functional/test_materialization.py::TestNonFiniteSumThroughDbt": 21,
     "tests/functional/test_session_time_zone.py": 20,
