@@ -48,6 +48,7 @@ from dbt.adapters.fastrefresh.ivm.inline import (
     derived_table,
     inline,
     needs_inlining,
+    sqlglot_schema,
     visible,
 )
 from dbt.adapters.fastrefresh.ivm.joins import analyze_join
@@ -118,23 +119,13 @@ def analyze(
         return _unsupported(sql, f"the SQL could not be parsed for analysis ({exc})")
     masters = tables_of(sql)
     tree = spark_aggregates(tree)
-    offender = anywhere_offender(tree) or clock_literal(tree, _schema(master_columns))
+    offender = anywhere_offender(tree) or clock_literal(tree, sqlglot_schema(master_columns))
     if offender:
         return _unsupported(sql, f"the query uses {offender}", masters)
     try:
         return _plan(sql, tree, masters, master_columns, keys)
     except Refused as refused:
         return _unsupported(sql, str(refused), masters, refused.code)
-
-
-def _schema(master_columns: dict[TableName, list[Column]]) -> dict[str, object]:
-    """The known masters' columns as sqlglot's schema (``schema.table.column: type``)."""
-    schema: dict[str, object] = {}
-    for master, columns in master_columns.items():
-        if columns is not None:
-            tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
-            tables[master.table] = visible(columns)
-    return schema
 
 
 # Spark aggregate functions sqlglot reads as plain function calls (or, ``any``, as the
@@ -239,13 +230,9 @@ def _plan_semi(
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None or not isinstance(from_.this, exp.Table):
         raise Refused("the query must read one table in FROM")
-    schema: dict[str, object] = {}
-    for table in tree.find_all(exp.Table):
-        master = master_of(table, master_columns)
-        tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
-        tables[master.table] = visible(master_columns[master])
+    masters = [master_of(table, master_columns) for table in tree.find_all(exp.Table)]
     try:
-        qualified = qualify_tree(tree, schema)
+        qualified = qualify_tree(tree, sqlglot_schema({m: master_columns[m] for m in masters}))
     except SqlglotError as exc:
         raise _unresolved("its tables", exc) from exc
     assert isinstance(qualified, exp.Select)

@@ -55,6 +55,18 @@ def needs_inlining(tree: exp.Expr) -> bool:
     return any(isinstance(s.parent, exp.From | exp.Join) for s in tree.find_all(exp.Subquery))
 
 
+def sqlglot_schema(columns: Mapping[TableName, Sequence[Column] | None]) -> dict[str, object]:
+    """The tables' columns as sqlglot's schema (``schema -> table -> column -> type``), as
+    a query sees them (``visible``); a table without columns (None: not a known master)
+    is left out."""
+    schema: dict[str, object] = {}
+    for name, cols in columns.items():
+        if cols is not None:
+            tables: dict[str, object] = schema.setdefault(name.schema, {})  # type: ignore[assignment]
+            tables[name.table] = visible(cols)
+    return schema
+
+
 def inline(tree: exp.Expr, columns: Mapping[TableName, list[Column]]) -> exp.Expr:
     """``tree`` with every CTE inlined and every mergeable derived table merged.
 
@@ -62,13 +74,9 @@ def inline(tree: exp.Expr, columns: Mapping[TableName, list[Column]]) -> exp.Exp
         tree: the parsed query (not changed).
         columns: the columns of the tables it reads (stars are expanded against them).
     """
-    schema: dict[str, object] = {}
-    for name, cols in columns.items():
-        tables: dict[str, object] = schema.setdefault(name.schema, {})  # type: ignore[assignment]
-        tables[name.table] = visible(cols)
     try:
         qualified = qualify(
-            tree.copy(), schema=schema, dialect=DIALECT, quote_identifiers=True,
+            tree.copy(), schema=sqlglot_schema(columns), dialect=DIALECT, quote_identifiers=True,
             validate_qualify_columns=True, expand_stars=True, identify=False,
         )  # fmt: skip
     except SqlglotError as exc:

@@ -20,7 +20,11 @@ from dbt.adapters.fastrefresh.ivm.checks import (
     qualify_tree,
     render,
 )
-from dbt.adapters.fastrefresh.ivm.inline import HIDDEN_PREFIX, REPEAT_COLUMN, visible
+from dbt.adapters.fastrefresh.ivm.inline import (
+    HIDDEN_PREFIX,
+    REPEAT_COLUMN,
+    sqlglot_schema,
+)
 from dbt.adapters.fastrefresh.ivm.outer import OuterJoinError, is_outer, outer_join
 from dbt.adapters.fastrefresh.ivm.plan import JoinInput, Output, Shape, ViewPlan, query_hash
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -117,7 +121,6 @@ def _qualified_join(
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None or not isinstance(from_.this, exp.Table):
         raise Refused("the query must read tables in FROM")
-    schema: dict[str, object] = {}
     masters = [master_of(table, master_columns) for table in tree.find_all(exp.Table)]
     unkeyed = list(dict.fromkeys(m for m in masters if not keys.get(m)))
     if unkeyed and not keyless_ok:
@@ -132,11 +135,8 @@ def _qualified_join(
             "`key`)",
             code="no_keyed_log",
         )
-    for master in masters:
-        tables: dict[str, object] = schema.setdefault(master.schema, {})  # type: ignore[assignment]
-        tables[master.table] = visible(master_columns[master])
     try:
-        qualified = qualify_tree(tree, schema)
+        qualified = qualify_tree(tree, sqlglot_schema({m: master_columns[m] for m in masters}))
     except SqlglotError as exc:
         raise Refused(f"the query could not be resolved against its tables ({exc})") from exc
     assert isinstance(qualified, exp.Select)
