@@ -252,10 +252,13 @@ def test_two_rows_a_commit_adds_with_one_key_fail_capture_naming_the_key(spark: 
     spark.sql(f"CREATE SCHEMA {s}")
     spark.sql(f"CREATE TABLE {s}.m (k BIGINT, x INT) USING iceberg")
     spark.sql(f"CREATE TABLE {s}.n (k BIGINT, x INT) USING iceberg")
-    spark.sql(f"INSERT INTO {s}.n VALUES (1, 1), (NULL, 2), (NULL, 3)")  # before the log
     env = env_for(spark, f"{s}_registry", "sql")
     for master in ("m", "n"):
         mlog.create_mview_log(env, f"{s}.{master}", key=["k"])
+    # Two rows with a NULL key, added by two commits: neither commit is found (no capture
+    # reads the rest of the master), the DELETE of both below is.
+    spark.sql(f"INSERT INTO {s}.n VALUES (1, 1), (NULL, 2)")
+    spark.sql(f"INSERT INTO {s}.n VALUES (NULL, 3)")
     view, sql = TableName(s, "v"), f"SELECT k, x FROM {s}.m"
     refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
     spark.sql(f"INSERT INTO {s}.m VALUES (1, 1), (2, 2), (2, 3)")
@@ -285,6 +288,80 @@ def test_two_rows_a_commit_adds_with_one_key_fail_capture_naming_the_key(spark: 
     refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
     spark.sql(f"UPDATE {s}.m SET x = 4 WHERE k = 2")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_key_two_rows_already_share_is_refused_at_the_logs_creation(
+    spark: Any, path: str
+) -> None:
+    """A keyed log was created over rows that shared its key (a key named, or Iceberg's
+    identifier fields, which Iceberg does not enforce), and the first capture of a commit
+    touching one of them failed, to be fixed only by dropping the log by hand. The
+    creation is refused now, naming the key's values, and creates nothing; on a dbt
+    node the refresh that would create the log fails so, before any write."""
+    s = f"bad_key_at_creation_{path}"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.m (k BIGINT NOT NULL, j STRING, x INT) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.m VALUES (1, 'a', 1), (2, NULL, 2), (3, 'c', 3)")
+    spark.sql(f"INSERT INTO {s}.m VALUES (2, NULL, 4)")
+    snapshot = latest_snapshot(spark, f"{s}.m")
+    spark.sql(f"ALTER TABLE {s}.m SET IDENTIFIER FIELDS k")
+    env = env_for(spark, f"{s}_registry", path)
+    before = tables(spark, s)
+    for key, names, shown in ((["k"], "k", "2"), (None, "k", "2"), (["j", "k"], "j, k", "NULL, 2")):
+        with pytest.raises(FastRefreshError) as info:
+            mlog.create_mview_log(env, f"{s}.m", key=key)
+        said_only(str(info.value))
+        assert (
+            f"The key ({names}) of {s}.m is not unique: 2 rows have ({shown}) in snapshot "
+            f"{snapshot}." in str(info.value)
+        ), info.value
+        assert f"no log was created. Fix: make ({names}) unique in {s}.m" in str(info.value)
+        assert tables(spark, s) == before
+    upstream = (Upstream(TableName(s, "m"), "model.p.m", log=True, options={"key": ["k"]}),)
+    sql = f"SELECT k, x FROM {s}.m"
+    message = _first_build_fails(env, TableName(s, "v"), sql, upstream)
+    assert f"The key (k) of {s}.m is not unique" in message, message
+    assert tables(spark, s) == before
+    mlog.create_mview_log(env, f"{s}.m", key=[])  # key-less: nothing to check
+    mlog.drop_mview_log(env, f"{s}.m")
+    # The key made unique, the log is created, and the view built over it refreshes fast.
+    spark.sql(f"DELETE FROM {s}.m WHERE x = 4")
+    mlog.create_mview_log(env, f"{s}.m", key=["j"])  # unique now, NULL once
+    mlog.drop_mview_log(env, f"{s}.m")
+    view = TableName(s, "v")
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False, upstream=upstream)
+    assert mlog.load_log(env, TableName(s, "m")).config.key_columns == ("k",)  # type: ignore[union-attr]
+    spark.sql(f"UPDATE {s}.m SET x = 5 WHERE k = 2")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+
+
+def test_a_log_to_make_again_over_a_key_two_rows_share_is_kept(spark: Any) -> None:
+    """A log made again for columns its master gained is checked before the old one is
+    dropped: a key two rows came to share (each added by a commit of its own, which no
+    capture finds) fails the refresh and leaves the log, not the master without one."""
+    s = "bad_key_made_again"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.raw (id INT NOT NULL, v INT) USING iceberg")
+    spark.sql(f"ALTER TABLE {s}.raw SET IDENTIFIER FIELDS id")
+    spark.sql(f"INSERT INTO {s}.raw VALUES (1, 1), (2, 2)")
+    env = env_for(spark, f"{s}_registry")
+    mlog.create_mview_log(env, f"{s}.raw")
+    raw, view = TableName(s, "raw"), TableName(s, "up")
+    upstream = (Upstream(raw, "source.p.raw.raw"),)
+    sql = f"SELECT id, v FROM {s}.raw"
+    refresh.refresh_view(env, view=view, sql=sql, method="force", exists=False, upstream=upstream)
+    spark.sql(f"INSERT INTO {s}.raw VALUES (2, 3)")
+    spark.sql(f"ALTER TABLE {s}.raw ADD COLUMN w INT")
+    before = mlog.load_log(env, raw)
+    with pytest.raises(FastRefreshError, match=rf"The key \(id\) of {s}\.raw is not unique"):
+        refresh.refresh_view(
+            env, view=view, sql=f"SELECT id, v, w FROM {s}.raw", method="force", exists=True,
+            upstream=upstream,
+        )  # fmt: skip
+    kept = mlog.load_log(env, raw)
+    assert before is not None and kept is not None
+    assert kept.config.incarnation == before.config.incarnation
 
 
 @pytest.mark.parametrize("path", PATHS)

@@ -87,6 +87,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     log_table_altered,
     planned_key,
     recreate_fix,
+    require_unique_key,
     unloggable,
 )
 from dbt.adapters.fastrefresh.protocol import upkeep
@@ -1122,6 +1123,8 @@ class _Refresh:
         key = up.options.get("key") if rekey else None
         if key is None and not config.key_from_identifiers:
             key = list(config.key_columns)
+        planned = planned_key(master.meta, master.name, key)
+        require_unique_key(self.env, master.meta, master.name, planned)  # before the drop
         try:
             drop_mview_log(self.env, master.name, held=held)
         except FastRefreshError:

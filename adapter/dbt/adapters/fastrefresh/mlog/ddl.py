@@ -407,6 +407,43 @@ def _resolve_key(meta: TableMeta, master: TableName, key: Sequence[str] | None) 
     return wanted
 
 
+def _unique_key(
+    env: Env, meta: TableMeta, master: TableName, key: Sequence[str] | None
+) -> list[str]:
+    """``_resolve_key``, refused when two rows of the master share the key."""
+    columns = _resolve_key(meta, master, key)
+    require_unique_key(env, meta, master, columns)
+    return columns
+
+
+def require_unique_key(env: Env, meta: TableMeta, master: TableName, key: Sequence[str]) -> None:
+    """Refuse ``key`` for a log on ``master`` when two rows of its current snapshot share
+    it: neither Iceberg's identifier fields nor a key a user names are enforced, and a
+    log keyed so would stop at the first capture of a commit touching such a row, or
+    apply a change of one of them to both. One aggregate of the master (its snapshot the
+    log starts from); none for a key-less log, an empty master, or a view's storage
+    table (its key is the view's own, unique by construction)."""
+    if not key or meta.current_snapshot is None or VIEW_CONFIG in meta.properties:
+        return
+    columns = ", ".join(ident(k) for k in key)
+    found = env.sql.query(
+        f"SELECT {columns}, count(*) FROM {master.sql} VERSION AS OF {meta.current_snapshot} "
+        f"GROUP BY {columns} HAVING count(*) > 1 LIMIT 1"
+    )
+    if not found:
+        return
+    *values, count = found[0]
+    shown = ", ".join("NULL" if v is None else str(v) for v in values)
+    raise FastRefreshError(
+        f"The key ({', '.join(key)}) of {master} is not unique: {count} rows have "
+        f"({shown}) in snapshot {meta.current_snapshot}. A keyed materialized view log "
+        "needs a unique key (Iceberg does not enforce identifier fields); no log was "
+        f"created. Fix: make ({', '.join(key)}) unique in {master}, or create the log with "
+        "another key, or key-less (key=[]); for a dbt model or source, set that key in "
+        "its mview_log config (mview_log: {key: [...]} or {key: []})."
+    )
+
+
 def _logged(
     master: TableName, names: list[str], key: list[str], columns: Sequence[str] | None
 ) -> list[str]:
@@ -525,7 +562,7 @@ def create_mview_log(
             }  # fmt: skip
             return _kept(env, meta, master, {k: v for k, v in options.items() if v is not None})
         names = [c.name for c in meta.columns]
-        key_columns = _resolve_key(meta, master, column_list(key, "key"))
+        key_columns = _unique_key(env, meta, master, column_list(key, "key"))
         logged = _logged(master, names, key_columns, column_list(columns, "columns"))
         created = env.clock()
         at = _changed_after(env, meta)
