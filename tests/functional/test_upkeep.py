@@ -108,6 +108,68 @@ def test_processes_that_each_commit_less_than_a_cycle_still_expire_and_compact(
     assert registry.select(env, "mviews", f"mview = '{view}'")[0]["last_refresh_type"] == "FAST"
 
 
+def test_the_registry_keeps_history_days_of_runs_and_every_objects_state(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry's run history (``refresh_runs``, ``capture_runs``) grew for good: every
+    read of those views scanned every run ever published. Its compaction deletes the runs
+    published more than ``registry_history_days`` ago (365 by default; the profile's
+    null keeps them all), in the same MERGE as the replaced state rows; a state row is
+    never deleted for its age (the newest row of each object stays, however old)."""
+    schema = "upkeep_history"
+    env = keyed_master_with_log(spark, schema, rows=20, groups=4)
+    reg = f"{schema}_registry"
+    now = utcnow()
+    v, w = TableName(schema, "v"), TableName(schema, "w")
+    views = {
+        v: f"SELECT g, count(*) AS n FROM {schema}.m GROUP BY g",
+        w: f"SELECT k, x FROM {schema}.m WHERE g = 1",
+    }
+    built: set[TableName] = set()
+
+    def runs(days_ago: int, *chosen: TableName) -> None:
+        """Changes, refreshes of ``chosen`` (its capture too), published ``days_ago``."""
+        spark.sql(f"INSERT INTO {schema}.m VALUES ({1000 + days_ago}, 1, 1)")
+        for view in chosen:
+            expect = "FAST" if view in built else "COMPLETE"
+            refresh_and_check(spark, env, view, views[view], exists=view in built, expect=expect)
+            built.add(view)
+        published_at = now - dt.timedelta(days=days_ago)
+        registry.publish(dataclasses.replace(env, clock=lambda: published_at))
+
+    def history() -> list[tuple[str, int]]:
+        """(kind, days ago) of every history row of the registry table."""
+        rows = spark.sql(
+            f"SELECT kind, recorded FROM {reg}.registry WHERE kind IN ('refresh_run', "
+            "'capture_run')"
+        ).collect()
+        return sorted((r[0], (now - r[1] + dt.timedelta(hours=1)).days) for r in rows)
+
+    monkeypatch.setattr(registry, "COMPACT_EVERY", 1000)  # no compaction yet
+    runs(400, v, w)
+    runs(366, v)
+    runs(364, v, w)
+    before = history()
+    assert {days for _, days in before} == {400, 366, 364}
+    assert ("capture_run", 366) in before, "a capture at 366 days, to go too"
+    monkeypatch.setattr(registry, "COMPACT_EVERY", 1)  # every publish compacts
+    runs(0, v)
+    after = history()
+    new = [r for r in after if r[1] == 0]
+    assert new and after == sorted([r for r in before if r[1] <= 365] + new)
+    # The state of both views stays, w's last published 364 days ago.
+    assert {r["mview"] for r in registry.select(env, "mviews")} == {str(v), str(w)}
+    assert len(registry.select(env, "mview_log_users")) == 2
+    assert {r["mview"] for r in registry.select(env, "refresh_runs")} == {str(v), str(w)}
+    # null keeps every run, however old.
+    env = dataclasses.replace(env, history_days=None)
+    runs(900, w)
+    kept = history()
+    assert ("refresh_run", 900) in kept
+    runs(0, w)
+    assert [r for r in history() if r[1] != 0] == [r for r in kept if r[1] != 0]
+
+
 def test_an_expiry_keeps_the_young_and_the_last_snapshots(spark: Any) -> None:
     env = env_for(spark, f"{SCHEMA}_expiry_registry")
     table = TableName(f"{SCHEMA}_expiry", "t")

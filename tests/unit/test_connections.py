@@ -123,6 +123,25 @@ def test_an_unknown_profile_field_is_named_with_the_field_it_resembles() -> None
         creds(registy_schema="reg", threads=4)
 
 
+@pytest.mark.parametrize("days", [0, -3, "30", 1.5, True])
+def test_registry_history_days_other_than_a_count_of_days_or_null_is_refused(days: object) -> None:
+    with pytest.raises(
+        DbtRuntimeError,
+        match=r"registry_history_days must be a whole number of days above zero, or null, "
+        rf"got {days!r}\. Fix: remove it \(the registry keeps 365 days",
+    ):
+        creds(method="thrift", host="spark", registry_history_days=days)
+
+
+def test_registry_history_days_defaults_to_a_year_and_null_keeps_all() -> None:
+    assert creds(method="thrift", host="spark").registry_history_days == 365
+    assert (
+        creds(method="thrift", host="spark", registry_history_days=30).registry_history_days == 30
+    )
+    kept = creds(method="thrift", host="spark", registry_history_days=None)
+    assert kept.registry_history_days is None
+
+
 def test_a_state_dir_nothing_would_use_is_refused_with_the_fix() -> None:
     with pytest.raises(DbtRuntimeError, match=r"state_dir is set, but .* Fix: remove state_dir"):
         creds(method="thrift", host="spark", state_dir="state")

@@ -22,7 +22,7 @@ from dbt.adapters.spark.connections import (
 )
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA
+from dbt.adapters.fastrefresh.protocol.env import DEFAULT_HISTORY_DAYS, DEFAULT_REGISTRY_SCHEMA
 from dbt.adapters.fastrefresh.runtime import embedded, interpreted
 from dbt.adapters.fastrefresh.runtime.catalog import CatalogConfigError, SharedCatalog
 
@@ -51,6 +51,8 @@ class FastrefreshCredentials(SparkCredentials):
     state_dir: str | None = None
     # Schema of the registry (its table and views: mview_logs, mview_log_users, mviews, ...).
     registry_schema: str = DEFAULT_REGISTRY_SCHEMA
+    # Days of run history (refresh_runs, capture_runs) the registry keeps; null: all.
+    registry_history_days: int | None = DEFAULT_HISTORY_DAYS
     # How table metadata is read and the protocol's state committed: "auto" (Iceberg's
     # Java API when Spark runs in this process, the session method; else SQL), "java"
     # (require the Java API), "sql" (Spark SQL only, as over thrift/http/odbc).
@@ -62,6 +64,7 @@ class FastrefreshCredentials(SparkCredentials):
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
         _refuse_unknown_fields(cls, data)
+        _check_history_days(data)
         if isinstance(data, dict) and data.get("catalog") is not None:
             try:  # before dbt's own check of the field's type, which names no fix
                 SharedCatalog.parse(data["catalog"])
@@ -156,8 +159,23 @@ class FastrefreshCredentials(SparkCredentials):
             "embedded",
             "state_dir",
             "registry_schema",
+            "registry_history_days",
             "iceberg_api",
         )  # not catalog: it may hold a password, and dbt debug prints these
+
+
+def _check_history_days(data: Any) -> None:
+    """``registry_history_days``: a whole number of days above zero, or null (before
+    dbt's own check of the field's type, which names no fix)."""
+    if not isinstance(data, dict) or data.get("registry_history_days") is None:
+        return
+    days = data["registry_history_days"]
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+        raise DbtRuntimeError(
+            f"registry_history_days must be a whole number of days above zero, or null, got "
+            f"{days!r}. Fix: remove it (the registry keeps {DEFAULT_HISTORY_DAYS} days of "
+            "refresh_runs and capture_runs), set a number of days, or null to keep them all."
+        )
 
 
 def _refuse_unknown_fields(cls: type, data: Any) -> None:

@@ -30,7 +30,12 @@ from dbt.adapters.fastrefresh.engine.upstream import (
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
-from dbt.adapters.fastrefresh.protocol.env import DEFAULT_REGISTRY_SCHEMA, Env, tables_for
+from dbt.adapters.fastrefresh.protocol.env import (
+    DEFAULT_HISTORY_DAYS,
+    DEFAULT_REGISTRY_SCHEMA,
+    Env,
+    tables_for,
+)
 from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.runtime.executor import AdapterExecutor
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -189,6 +194,7 @@ class FastrefreshAdapter(SparkAdapter):
             tables_for(x, self._in_process_spark()),
             registry=str(getattr(creds, "registry_schema", DEFAULT_REGISTRY_SCHEMA)).lower(),
             shared_catalog=bool(getattr(creds, "shared", False)),
+            history_days=getattr(creds, "registry_history_days", DEFAULT_HISTORY_DAYS),
         )
         catalog = getattr(creds, "shared_catalog", None)
         if catalog is not None:  # the profile's lease timing

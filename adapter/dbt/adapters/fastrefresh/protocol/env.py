@@ -40,6 +40,9 @@ from dbt.adapters.fastrefresh.runtime.process import RUNTIME, Runtime
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 DEFAULT_REGISTRY_SCHEMA = "fast_refresh"
+# Days of run history (refresh_runs, capture_runs) the registry keeps; as Oracle's refresh
+# statistics (DBMS_MVIEW_STATS' RETENTION_PERIOD, 365 days by default).
+DEFAULT_HISTORY_DAYS = 365
 
 
 @dataclass
@@ -53,6 +56,7 @@ class Env:
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     lease_wait_seconds: float = DEFAULT_LEASE_WAIT_SECONDS
     read_only: bool = False
+    history_days: int | None = DEFAULT_HISTORY_DAYS  # None: the registry keeps all history
 
     @functools.cached_property
     def leases(self) -> LeaseStore | None:

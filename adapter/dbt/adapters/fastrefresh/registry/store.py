@@ -63,6 +63,7 @@ from dbt.adapters.fastrefresh.sqltext import (
     literal,
     log_table_for,
     string,
+    timestamp,
     view_of,
 )
 
@@ -579,9 +580,10 @@ def last_refresh(
 
 
 def _compact_when_due(env: Env) -> None:
-    """Every ``COMPACT_EVERY`` publishes, delete the state rows newer ones replaced. The
-    count starts at a random point of the cycle (``upkeep.start``): a ``dbt run`` is a
-    process that publishes once, so the registry is compacted once per ``COMPACT_EVERY``
+    """Every ``COMPACT_EVERY`` publishes, delete the state rows newer ones replaced, and
+    the history rows older than ``env.history_days`` (``compaction_sql``). The count
+    starts at a random point of the cycle (``upkeep.start``): a ``dbt run`` is a process
+    that publishes once, so the registry is compacted once per ``COMPACT_EVERY``
     publishes on average, across processes."""
     key = f"publish:{env.registry}"
     counts = env.runtime.commits
@@ -589,16 +591,8 @@ def _compact_when_due(env: Env) -> None:
     env.runtime.commits[key] = count % COMPACT_EVERY
     if count < COMPACT_EVERY:
         return
-    source = table(env).sql
-    kinds = ", ".join(string(k) for k, latest in KINDS.values() if latest)
     try:
-        env.sql.execute(
-            f"MERGE INTO {source} t USING (SELECT kind, name, recorded, seq FROM (SELECT kind, "
-            "name, recorded, seq, row_number() OVER (PARTITION BY kind, name ORDER BY "
-            f"recorded DESC, seq DESC) AS rank__ FROM {source} WHERE kind IN ({kinds})) "
-            "WHERE rank__ > 1) s ON t.kind = s.kind AND t.name = s.name AND "
-            "t.recorded = s.recorded AND t.seq = s.seq WHEN MATCHED THEN DELETE"
-        )
+        env.sql.execute(compaction_sql(env))
     except Exception as exc:  # e.g. another process published meanwhile (serializable)
         env.runtime.commits[key] = COMPACT_EVERY - 1  # try again at the next publish
         logger.warning(
@@ -608,6 +602,30 @@ def _compact_when_due(env: Env) -> None:
         )
         return
     env.upkeep_commit(table(env))
+
+
+def compaction_sql(env: Env) -> str:
+    """The registry's compaction, one ``MERGE`` (one commit): the state rows a newer row
+    of the same object replaced, and the history rows (``refresh_runs``,
+    ``capture_runs``) recorded more than ``env.history_days`` days ago (none when None)."""
+    source = table(env).sql
+    kinds = ", ".join(string(k) for k, latest in KINDS.values() if latest)
+    replaced = (
+        "SELECT kind, name, recorded, seq FROM (SELECT kind, name, recorded, seq, row_number() "
+        "OVER (PARTITION BY kind, name ORDER BY recorded DESC, seq DESC) AS rank__ FROM "
+        f"{source} WHERE kind IN ({kinds})) WHERE rank__ > 1"
+    )
+    if env.history_days is not None:
+        cutoff = env.clock() - dt.timedelta(days=env.history_days)
+        history = ", ".join(string(k) for k, latest in KINDS.values() if not latest)
+        replaced += (
+            f" UNION ALL SELECT kind, name, recorded, seq FROM {source} WHERE kind IN "
+            f"({history}) AND recorded < {timestamp(cutoff)}"
+        )
+    return (
+        f"MERGE INTO {source} t USING ({replaced}) s ON t.kind = s.kind AND t.name = s.name "
+        "AND t.recorded = s.recorded AND t.seq = s.seq WHEN MATCHED THEN DELETE"
+    )
 
 
 # -- reading -----------------------------------------------------------------------------------
