@@ -21,7 +21,8 @@ WITH __fr_ck0 AS (
     `g`,
     `x`,
     old_new__,
-    sequence__
+    sequence__,
+    xid__
   FROM `g`.`mlog__m1` VERSION AS OF 31
   WHERE
     (
@@ -44,7 +45,8 @@ WITH __fr_ck0 AS (
       PARTITION BY `k`
       ORDER BY sequence__
       ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
-    ) AS __fr_n
+    ) AS __fr_n,
+    LAG(old_new__) OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_prev
   FROM __fr_img0_rng
 ), __fr_img0 AS (
   SELECT
@@ -54,11 +56,26 @@ WITH __fr_ck0 AS (
     IF(old_new__ = 'O', -1, 1) AS __fr_sign
   FROM __fr_img0_ranked
   WHERE
-    (
-      __fr_pos = 1 AND old_new__ = 'O'
+    IF(
+      old_new__ = 'N' AND __fr_prev = 'N',
+      CAST(RAISE_ERROR(
+        CONCAT(
+          'dbt-fastrefresh: master g.mlog__m1 has more than one row with key (',
+          COALESCE(CAST(`k` AS STRING), 'NULL'),
+          ') in snapshot ',
+          CAST(xid__ AS STRING),
+          ': that commit added a row with a key another row of the master still held. A keyed log needs a unique key: with two rows of one key, a view keeps one of them. Fix: make the key unique, then drop the log (dbt run-operation fast_refresh.drop_mview_log --args "{master: g.mlog__m1}") and let the next dbt run create it again from the table as it is then, or create it again yourself with another key, or key-less (key=[]); the views on it rebuild once.'
+        )
+      ) AS BOOLEAN),
+      TRUE
     )
-    OR (
-      __fr_pos = __fr_n AND old_new__ = 'N'
+    AND (
+      (
+        __fr_pos = 1 AND old_new__ = 'O'
+      )
+      OR (
+        __fr_pos = __fr_n AND old_new__ = 'N'
+      )
     )
 ), __fr_ck1 AS (
   SELECT DISTINCT

@@ -188,6 +188,7 @@ def _next_delta(
             () if m.log.config.keyless else m.log.config.key_columns,
             m.log.config.master_columns,
             m.log.config.columns,
+            master=m.name,
         )
         for m in masters
         if m.log is not None

@@ -100,6 +100,7 @@ from dbt.adapters.fastrefresh.protocol.decisions import (
     fix_names,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.keys import duplicate_key_failure
 from dbt.adapters.fastrefresh.protocol.state import (
     VIEW_CONFIG,
     VIEW_FINGERPRINT,
@@ -1763,6 +1764,9 @@ class _Refresh:
             if reason is not None or isinstance(exc, WouldWrite):
                 raise
             message = str(exc)
+            for master in self.setups:  # a row added with a key another row held
+                if (broken := duplicate_key_failure(exc, master)) is not None:
+                    raise broken from None
             if NON_FINITE_LEFT in message:
                 start = message.index(NON_FINITE_LEFT) + len(NON_FINITE_LEFT)
                 argument = message[start:].split(NON_FINITE_FIX, 1)[0].split("\n", 1)[0]
@@ -2118,13 +2122,10 @@ def _plan_sources(
         done = setups[m.name]
         config = done.log.config
         source = sqlgen.LogSource(
-            config.log_table,
-            done.range_predicate(),
-            () if config.keyless else config.key_columns,
-            config.master_columns,
-            config.columns,
-            done.log_snapshot,
-        )
+            config.log_table, done.range_predicate(),
+            () if config.keyless else config.key_columns, config.master_columns,
+            config.columns, done.log_snapshot, m.name,
+        )  # fmt: skip
         read = set(plan.columns_read_of(m.name))
         unrecorded = sorted(read - set(config.master_columns))
         if unrecorded:

@@ -35,11 +35,7 @@ from dbt.adapters.fastrefresh.iceberg.tables import (
     chain_after,
     require_iceberg,
 )
-from dbt.adapters.fastrefresh.mlog.capture_sql import (
-    capture_statement,
-    duplicate_key_failure,
-    one_partition,
-)
+from dbt.adapters.fastrefresh.mlog.capture_sql import capture_statement, one_partition
 from dbt.adapters.fastrefresh.mlog.ddl import (
     LoadedLog,
     load_log_for_write,
@@ -49,6 +45,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
     reread_after_write,
 )
 from dbt.adapters.fastrefresh.protocol.env import Env
+from dbt.adapters.fastrefresh.protocol.keys import duplicate_key_failure
 from dbt.adapters.fastrefresh.protocol.state import LOG_STATE, LogState
 from dbt.adapters.fastrefresh.runtime import faults
 from dbt.adapters.fastrefresh.runtime.process import CaptureRecord

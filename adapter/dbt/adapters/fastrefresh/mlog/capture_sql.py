@@ -26,16 +26,14 @@ partition's aggregation fits in memory (``netting_partitions``).
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 
-from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource
 from dbt.adapters.fastrefresh.protocol import changevector as cv
+from dbt.adapters.fastrefresh.protocol.keys import duplicate_key_fix, duplicate_key_message
 from dbt.adapters.fastrefresh.protocol.state import LogConfig
 from dbt.adapters.fastrefresh.sqltext import (
-    TableName,
     holds_float,
     ident,
     sign_key,
@@ -68,35 +66,6 @@ _FIXED_TYPES = frozenset(
     | {"timestamp", "timestamp_ntz"}
 )
 VARIABLE_BYTES = 24
-
-
-def duplicate_key_message(master: TableName) -> str:
-    return f"dbt-fastrefresh: master {master} has more than one row with key ("
-
-
-def duplicate_key_fix(master: TableName) -> str:
-    """The end of the duplicate key's message: the commit stays in the log's range, so
-    only a log created again (from the table as it is then) gets past it."""
-    return (
-        "; a keyed log needs a unique key. Fix: make the key unique, then drop the log "
-        f'(dbt run-operation fast_refresh.drop_mview_log --args "{{master: {master}}}") and '
-        "let the next dbt run create it again from the table as it is then, or create it "
-        "again yourself with another key, or key-less (key=[]); the views on it rebuild "
-        "once. Until the log is dropped the commit stays in its range: neither the key made "
-        "unique nor --full-refresh gets past it."
-    )
-
-
-def duplicate_key_failure(exc: BaseException, master: TableName) -> FastRefreshError | None:
-    """The error of a capture of ``master`` whose statement stopped at a key two rows share
-    (``_duplicate_key_error``): its message alone, where Spark's error wraps it in its
-    own and a Java stack trace (through py4j, once per task that raised it). None: another
-    error."""
-    pattern = (
-        re.escape(duplicate_key_message(master)) + ".*?" + re.escape(duplicate_key_fix(master))
-    )
-    found = re.search(pattern, str(exc), re.DOTALL)
-    return None if found is None else FastRefreshError(found[0])
 
 
 def _duplicate_key_error(config: LogConfig, keys: Sequence[str], snapshot: str) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import q
 from dbt.adapters.fastrefresh.protocol import changevector as cv
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.protocol.keys import added_key_fix, duplicate_key_message
+from dbt.adapters.fastrefresh.sqltext import TableName, string
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class LogSource:
     # The log's snapshot the range is read at: the one its refresh's setup read or wrote
     # (None: the current one). A purge after the setup then takes none of the range's rows.
     snapshot: int | None = None
+    master: TableName | None = None  # for the messages of its guards (None: the log's name)
 
     @property
     def relation(self) -> str:
@@ -134,15 +136,31 @@ def image_ctes(
             f"FROM {log.relation} WHERE {where})"
         ]
     part = ", ".join(q(k) for k in log.key_columns)
+    window = f"OVER (PARTITION BY {part} ORDER BY sequence__)"
     return [
-        f"{p}rng AS (SELECT {sel}, old_new__, sequence__ FROM {log.relation} WHERE {where})",
+        f"{p}rng AS (SELECT {sel}, old_new__, sequence__, xid__ FROM {log.relation} WHERE {where})",
         # Net change per key: its first old image and its last new image. One window
         # (one sort) and one pass; a UNION ALL of two passes would read the log twice.
-        f"{p}ranked AS (SELECT *, "
-        f"row_number() OVER (PARTITION BY {part} ORDER BY sequence__) AS __fr_pos, "
+        f"{p}ranked AS (SELECT *, row_number() {window} AS __fr_pos, "
         f"count(1) OVER (PARTITION BY {part} ORDER BY sequence__ "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __fr_n "
-        f"FROM {p}rng)",
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __fr_n, "
+        f"lag(old_new__) {window} AS __fr_prev FROM {p}rng)",
         f"{name} AS (SELECT {sel}, IF(old_new__ = 'O', -1, 1) AS __fr_sign FROM {p}ranked "
-        "WHERE (__fr_pos = 1 AND old_new__ = 'O') OR (__fr_pos = __fr_n AND old_new__ = 'N'))",
+        f"WHERE {_added_key_guard(log)} AND ((__fr_pos = 1 AND old_new__ = 'O') OR "
+        "(__fr_pos = __fr_n AND old_new__ = 'N')))",
     ]
+
+
+def _added_key_guard(log: LogSource) -> str:
+    """A predicate, TRUE but where a key's new image follows another new image with no
+    old image between: a commit added a row with a key another row still held, which no
+    capture finds (it compares the rows of one commit, not the rest of the master).
+    There it raises (``raise_error``, nothing committed), naming the key and the commit:
+    the net change would keep one of the two rows (``capture_sql.added_key_failure``)."""
+    master = log.master or log.log_table
+    keys = " || ', ' || ".join(f"coalesce(cast({q(k)} AS STRING), 'NULL')" for k in log.key_columns)
+    said = (
+        f"concat({string(duplicate_key_message(master))}, {keys}, "
+        f"{string(') in snapshot ')}, cast(xid__ AS STRING), {string(added_key_fix(master))})"
+    )
+    return f"IF(old_new__ = 'N' AND __fr_prev = 'N', CAST(raise_error({said}) AS BOOLEAN), TRUE)"
