@@ -62,6 +62,35 @@ def test_a_bad_setting_names_the_node_and_the_fix() -> None:
         upstream_of({"depends_on": {"nodes": ["model.p.x"]}}, graph)
 
 
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"commit_scn": "maybe"}, r"mview_log commit_scn must be true or false, got 'maybe'"),
+        ({"key": 5}, r"mview_log key must be a list of column names, got 5\."),
+        ({"columns": ["a", 1]}, r"mview_log columns must be a list of column names"),
+        ({"purge": "never"}, r"mview_log purge must be 'deferred' or 'synchronous', got 'never'"),
+    ],
+)
+def test_a_bad_option_value_names_the_node_before_any_log_is_made(
+    setting: dict[str, Any], said: str
+) -> None:
+    """A value taken as it came made a log unlike the one asked for (``commit_scn:
+    'false'`` is a true string: a commit-SCN log, then a warning on every run that the
+    drop it advised made again), or failed later runs only (helper-38)."""
+    graph = {"nodes": {"model.p.x": node("model.p.x", "model", "a.x", mview_log=setting)}}
+    with pytest.raises(FastRefreshError, match=rf"\n  model\.p\.x: {said}.*Fix: "):
+        upstream_of({"depends_on": {"nodes": ["model.p.x"]}}, graph)
+
+
+def test_option_values_are_read_as_create_mview_log_reads_its_arguments() -> None:
+    setting = {"commit_scn": "false", "key": "id, region", "columns": [], "purge": "SYNCHRONOUS"}
+    graph = {"nodes": {"model.p.x": node("model.p.x", "model", "a.x", mview_log=setting)}}
+    (found,) = upstream_of({"depends_on": {"nodes": ["model.p.x"]}}, graph)
+    assert dict(found.options) == {
+        "commit_scn": False, "key": ["id", "region"], "columns": [], "purge": "synchronous",
+    }  # fmt: skip
+
+
 def test_a_fast_refresh_upstream_is_read_from_its_storage_table() -> None:
     graph = {
         "nodes": {

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
+from dbt.adapters.fastrefresh.mlog.ddl import column_list, flag, purge_mode
 from dbt.adapters.fastrefresh.sqltext import TableName, storage_of
 
 READ_KINDS = ("model", "seed", "snapshot", "source")
@@ -91,11 +92,31 @@ def _log_setting(uid: str, setting: Any) -> tuple[bool | None, Mapping[str, Any]
     if setting is False:
         return False, {}
     if isinstance(setting, Mapping) and set(setting) <= set(LOG_OPTIONS):
-        return True, dict(setting)
+        return True, _checked_options(uid, setting)
     raise FastRefreshError(
         f"{uid}: mview_log must be true, false or a mapping of create_mview_log options "
         f"({', '.join(LOG_OPTIONS)}), got {setting!r}. Fix: mview_log: {{key: [id]}}."
     )
+
+
+def _checked_options(uid: str, setting: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's ``mview_log`` options, checked as ``create_mview_log`` checks its arguments
+    and in its types (``commit_scn: 'false'`` is no), before the refresh writes anything:
+    a value taken as it came made a log unlike the one asked for (``'false'`` is a true
+    string), which every later run then warned of, or failed on."""
+    options = dict(setting)
+    try:
+        if "commit_scn" in options:
+            options["commit_scn"] = flag(options["commit_scn"], "commit_scn")
+        for name in ("key", "columns"):
+            if name in options:
+                options[name] = column_list(options[name], name)
+        if "purge" in options:
+            options["purge"] = purge_mode(options["purge"]).value
+    except FastRefreshError as exc:
+        said = exc.message.removeprefix("create_mview_log ")
+        raise FastRefreshError(f"{uid}: mview_log {said}") from None
+    return options
 
 
 def _named(node: Mapping[str, Any]) -> TableName | None:

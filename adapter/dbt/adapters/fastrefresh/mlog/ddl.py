@@ -499,8 +499,8 @@ def log_differences(config: LogConfig, meta: TableMeta, options: Mapping[str, An
         wanted = flag(options["commit_scn"], "commit_scn")
         if wanted != config.commit_scn:
             found.append(f"commit_scn {str(config.commit_scn).lower()}, not {str(wanted).lower()}")
-    if "purge" in options and _purge_mode(options["purge"]) is not config.purge:
-        found.append(f"purge {config.purge.value!r}, not {_purge_mode(options['purge']).value!r}")
+    if "purge" in options and purge_mode(options["purge"]) is not config.purge:
+        found.append(f"purge {config.purge.value!r}, not {purge_mode(options['purge']).value!r}")
     return found
 
 
@@ -548,7 +548,7 @@ def create_mview_log(
             these options create.
     """
     master = master_table(env, master_name)
-    mode = _purge_mode(purge)
+    mode = purge_mode(purge)
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
     _check_master_columns(meta, master)
     log_table = log_table_for(master)
@@ -641,7 +641,7 @@ def unloggable(meta: TableMeta, master: TableName) -> tuple[str, str] | None:
     return None
 
 
-def _purge_mode(purge: object) -> PurgeMode:
+def purge_mode(purge: object) -> PurgeMode:
     try:
         return PurgeMode(str(purge).lower())
     except ValueError:
