@@ -742,6 +742,45 @@ def test_a_source_that_can_have_no_log_builds_its_views_and_says_why(spark: Any)
         assert f"mlog__{master}" not in tables(spark, s)
 
 
+def test_a_map_output_is_built_as_a_table_model_would_be(spark: Any) -> None:
+    """A view outputting a MAP (a master's MAP column, or one the query makes) failed
+    every build with Spark's `partition keys cannot be map type` and its Java stack trace,
+    under 'complete' too: a key-less plan counts the view's distinct rows, and Spark
+    cannot group maps (helper-38). Such a query has no plan now: the view is built
+    completely, its reason naming the column; under 'fast' it is refused before any
+    write."""
+    s = "bad_map_output"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.mp (id BIGINT, m MAP<STRING, INT>) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.mp VALUES (1, map('a', 1)), (1, map('a', 1)), (2, NULL)")
+    spark.sql(f"CREATE TABLE {s}.nk (id BIGINT, v INT) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.nk VALUES (1, 1), (2, 2)")
+    env = env_for(spark, f"{s}_registry")
+    for master, sql, named in [
+        ("mp", f"SELECT id, m FROM {s}.mp", "m"),
+        ("nk", f"SELECT id, map('v', v) AS vm FROM {s}.nk", "vm"),
+        ("nk", f"SELECT id, struct(id, str_to_map('a:1')) AS st FROM {s}.nk", "st"),
+    ]:
+        upstream = (Upstream(TableName(s, master), f"source.p.shop.{master}"),)
+        view = TableName(s, f"v_{named}")
+        before = tables(spark, s)
+        message = _first_build_fails(env, view, sql, upstream, method="fast")
+        assert f"a MAP output, {named}, which Spark cannot compare" in message, message
+        assert tables(spark, s) == before, "nothing is written"
+        for exists in (False, True):
+            result = refresh.refresh_view(
+                env, view=view, sql=sql, method="force", exists=exists, upstream=upstream
+            )
+            assert result.refresh_type is RefreshType.COMPLETE, result.reason
+            assert f"a MAP output, {named}" in str(result.reason), result.reason
+            shown = "SELECT to_json(struct(*)) FROM ({})"
+            got = sorted(
+                r[0] for r in spark.sql(shown.format(f"SELECT * FROM {view.sql}")).collect()
+            )
+            assert got == sorted(r[0] for r in spark.sql(shown.format(sql)).collect())
+            spark.sql(f"INSERT INTO {s}.{master} SELECT * FROM {s}.{master} WHERE id = 2")
+
+
 def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> None:
     """A bare NULL output (VOID) or an INTERVAL failed with Iceberg's bare "Not a supported
     type: void" (a Java UnsupportedOperationException). The error names the view, the

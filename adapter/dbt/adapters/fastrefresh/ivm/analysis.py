@@ -36,6 +36,7 @@ from dbt.adapters.fastrefresh.ivm.checks import (
     clock_literal,
     first_offender,
     is_aggregate,
+    map_output,
     master_of,
     qualify_tree,
     render,
@@ -119,7 +120,8 @@ def analyze(
         return _unsupported(sql, f"the SQL could not be parsed for analysis ({exc})")
     masters = tables_of(sql)
     tree = spark_aggregates(tree)
-    offender = anywhere_offender(tree) or clock_literal(tree, sqlglot_schema(master_columns))
+    schema = sqlglot_schema(master_columns)
+    offender = anywhere_offender(tree) or clock_literal(tree, schema) or map_output(tree, schema)
     if offender:
         return _unsupported(sql, f"the query uses {offender}", masters)
     try:

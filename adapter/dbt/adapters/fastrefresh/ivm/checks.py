@@ -184,6 +184,41 @@ def clock_literal(tree: exp.Expr, schema: dict[str, object]) -> str | None:
     return None
 
 
+# Calls whose value is a MAP: such an output has no plan either, typed or not.
+_MAP_CALLS = (exp.Map, exp.VarMap, exp.StarMap, exp.ToMap, exp.MapFromEntries)
+_MAP_NAMES = frozenset({"map_from_arrays", "str_to_map", "map_concat", "map_filter"}) | {
+    "transform_keys", "transform_values", "map_zip_with",
+}  # fmt: skip
+
+
+def map_output(tree: exp.Expr, schema: dict[str, object]) -> str | None:
+    """An output of the query that is a MAP or holds one, as ``anywhere_offender`` names
+    what it finds: Spark can neither compare, group nor partition by a map, and every
+    plan keeps a view's rows by comparing them (a key-less view counts its distinct rows),
+    so its build failed with Spark's `partition keys cannot be map type`. With no plan
+    the view is built as a ``table`` model is. Typed from the masters' columns in
+    ``schema``, only when a master has a MAP column or the query calls a map function."""
+    text = tree.sql(dialect=DIALECT).lower()
+    if "map<" not in str(schema).lower() and "map" not in text:
+        return None
+    outputs = tree.selects if isinstance(tree, exp.Query) else []
+    try:
+        typed = annotate_types(qualify_tree(tree, schema), schema=schema, dialect=DIALECT)  # type: ignore[arg-type]
+        outputs = typed.selects if isinstance(typed, exp.Query) else outputs
+    except Exception:  # sqlglot's, or a type it cannot read: the calls alone tell
+        pass
+    for output in outputs:
+        value = output.unalias()
+        kind = output.type.sql(dialect=DIALECT).lower() if output.type is not None else ""
+        named = isinstance(value, exp.Anonymous) and value.name.lower() in _MAP_NAMES
+        if "map<" in kind or kind == "map" or isinstance(value, _MAP_CALLS) or named:
+            return (
+                f"a MAP output, {output.alias_or_name}, which Spark cannot compare, group "
+                "or partition by (to_json(...) outputs it as a string that can)"
+            )
+    return None
+
+
 def _read_as_clock(word: exp.Literal, *, unknown: bool) -> bool:
     """Whether Spark casts ``word`` to a date or a timestamp where it stands (``unknown``:
     the query could not be typed; its comparisons count as with a date)."""
