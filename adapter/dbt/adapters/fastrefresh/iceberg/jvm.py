@@ -654,7 +654,7 @@ class _Staging:
         if len(deleting) == 1:
             ordinal, info, deletes = deleting[0]
             before = self._stage(info.parent_id, {}, paths=targets[ordinal], positions=True)
-            positions = self._delete_positions([(ordinal, deletes)], position_key)
+            positions = self._delete_positions([(ordinal, info.snapshot_id, deletes)], position_key)
             return [
                 RowSource(
                     f"SELECT /*+ BROADCAST(c__) */ {cols} FROM {before} b__ LEFT SEMI JOIN "
@@ -669,7 +669,7 @@ class _Staging:
         count = sum(int(d.recordCount()) for _, _, deletes in deleting for d in deletes)
         one_task = count <= ONE_TASK_POSITIONS
         positions = self._delete_positions(
-            [(o, d) for o, _, d in deleting], position_key, one_task=one_task
+            [(o, info.snapshot_id, d) for o, info, d in deleting], position_key, one_task=one_task
         )
         signs = {ordinal: -1 for ordinal, _, _ in deleting}
         sources = [
@@ -704,20 +704,22 @@ class _Staging:
 
     def _delete_positions(
         self,
-        deleting: Sequence[tuple[int, Sequence[Any]]],
+        deleting: Sequence[tuple[int, int, Sequence[Any]]],
         key: str,
         *,
         one_task: bool = False,
     ) -> str:
-        """A temporary view of the (file__, pos) pairs of position delete files, read as
-        the plain files they are (Iceberg writes them in the table's delete format):
-        ``file__`` is ``key`` of the position's ``file_path`` (``_file_keys``). For several
-        commits, with ``ord__``: the first of them (by ordinal) that names each position,
-        found in one task when ``one_task`` (``ONE_TASK_POSITIONS``)."""
+        """A temporary view of the (file__, pos) pairs of position delete files (of each
+        commit: its ordinal, its snapshot id and its files), read as the plain files they
+        are (Iceberg writes them in the table's delete format; Avro ones through Iceberg:
+        ``_avro_positions``): ``file__`` is ``key`` of the position's ``file_path``
+        (``_file_keys``). For several commits, with ``ord__``: the first of them (by
+        ordinal) that names each position, found in one task when ``one_task``
+        (``ONE_TASK_POSITIONS``)."""
         by_commit = len(deleting) > 1
         threshold = self._listing_threshold()
         frame = None
-        for ordinal, deletes in deleting:
+        for ordinal, snapshot_id, deletes in deleting:
             ords = [f"{ordinal} AS ord__"] if by_commit else []
             by_format: dict[str, list[str]] = {}
             for d in deletes:
@@ -726,8 +728,11 @@ class _Staging:
                 )
             for file_format, paths in sorted(by_format.items()):
                 for chunk in listing_chunks(paths, threshold):
-                    # The schema given: no footer is read to infer it (one per file).
-                    part = self.t.spark.read.format(file_format).schema(_POSITIONS).load(chunk)
+                    if file_format == "avro":
+                        part = self._avro_positions(snapshot_id, chunk)
+                    else:  # the schema given: no footer is read to infer it (one per file)
+                        reader = self.t.spark.read.format(file_format).schema(_POSITIONS)
+                        part = reader.load(chunk)
                     part = part.selectExpr(f"{key} AS file__", "pos", *ords)
                     frame = part if frame is None else frame.unionByName(part)
         assert frame is not None
@@ -771,10 +776,24 @@ class _Staging:
         if referenced is not None:
             return {str(referenced)}
         # A delete file over several data files without bounds: read its paths.
-        rows = self.t.spark.read.format(str(delete.format().toString()).lower()).load(
-            str(delete.location())
-        )
+        file_format, location = str(delete.format().toString()).lower(), str(delete.location())
+        if file_format == "avro":
+            rows = self._avro_positions(snapshot_id, [location])
+        else:
+            rows = self.t.spark.read.format(file_format).load(location)
         return {str(r[0]) for r in rows.select("file_path").distinct().collect()}
+
+    def _avro_positions(self, snapshot_id: int, paths: Sequence[str]) -> Any:
+        """The (file_path, pos) pairs of Avro position delete files (the table property
+        ``write.delete.format.default = avro``), as of the commit ``snapshot_id`` that
+        wrote them: Spark's Avro source is a module the embedded Spark does not ship, so
+        they are read through Iceberg's own reader, the ``position_deletes`` metadata
+        table (as the SQL path reads every delete file)."""
+        named = ", ".join(literal(p) for p in paths)
+        return self.t.spark.sql(
+            f"SELECT file_path, pos FROM {self.master.metadata('position_deletes')} VERSION AS "
+            f"OF {snapshot_id} WHERE delete_file_path IN ({named})"
+        )
 
     def _stage(
         self,
