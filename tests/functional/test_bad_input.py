@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dbt.adapters.fastrefresh import admin
-from dbt.adapters.fastrefresh.engine import refresh
+from dbt.adapters.fastrefresh.engine import inspection, refresh
 from dbt.adapters.fastrefresh.engine.upstream import Upstream
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.mlog import capture
@@ -779,6 +779,22 @@ def test_a_map_output_is_built_as_a_table_model_would_be(spark: Any) -> None:
             )
             assert got == sorted(r[0] for r in spark.sql(shown.format(sql)).collect())
             spark.sql(f"INSERT INTO {s}.{master} SELECT * FROM {s}.{master} WHERE id = 2")
+
+
+def test_explain_mview_takes_a_view_named_like_a_keyword_for_the_view(spark: Any) -> None:
+    """explain_mview took any argument holding "select" for a query: a view named
+    `selected_ids` was explained as the query `selected_ids`, "not fast-refreshable"
+    (helper-38). A query is what begins with SELECT or WITH (after blanks, comments and
+    parentheses); anything else is a view's name."""
+    s = "bad_explain_names"
+    env = keyed_master_with_log(spark, s, rows=10, groups=2)
+    view = TableName(s, "selected_ids")
+    sql = f"SELECT k, x FROM {s}.m WHERE g = 1"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    for target in (str(view), f"  -- the query\n {sql}", f"with w AS ({sql}) SELECT * FROM w"):
+        said = inspection.explain(env, target)
+        assert "REFRESH_FAST: yes" in said, (target, said)
+    assert inspection.explain(env, str(view)).startswith(f"explain_mview {view}:")
 
 
 def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> None:

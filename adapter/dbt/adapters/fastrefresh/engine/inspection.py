@@ -7,6 +7,7 @@ DBMS_MVIEW.REFRESH with a list.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import sqlglot
@@ -127,11 +128,15 @@ def staleness(env: Env, view: TableName) -> tuple[Staleness, str]:
     return staleness_of(env, record)
 
 
+# How a query begins (after blanks, comments and parentheses), where a name cannot.
+_QUERY = re.compile(r"(?:\s|--[^\n]*\n|/\*.*?\*/|\()*(?:select|with)\b", re.I | re.S)
+
+
 def explain(env: Env, target: str) -> str:
     """EXPLAIN_MVIEW: what refreshes fast, what does not and why, and the delta SQL."""
     view: TableName | None = None
     sql = target
-    if "select" not in target.lower():
+    if not _QUERY.match(target):  # a view's name, `selected_ids` too
         view = TableName.parse(target)
         record = registered(env, view)
         assert record.config is not None
