@@ -797,6 +797,24 @@ def test_explain_mview_takes_a_view_named_like_a_keyword_for_the_view(spark: Any
     assert inspection.explain(env, str(view)).startswith(f"explain_mview {view}:")
 
 
+def test_refresh_mviews_with_a_name_that_is_no_view_refreshes_none(spark: Any) -> None:
+    """refresh_mviews checked each name as it came to it: a list with a typo refreshed the
+    views before it, then failed saying only that the typo was none (helper-38). Every
+    name is checked first now, and a bad one refreshes nothing."""
+    s = "bad_refresh_list"
+    env = keyed_master_with_log(spark, s, rows=10, groups=2)
+    view = TableName(s, "a")
+    sql = f"SELECT g, count(*) AS n FROM {s}.m GROUP BY g"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    before = sorted(map(tuple, spark.table(view.sql).collect()))
+    spark.sql(f"INSERT INTO {s}.m VALUES (100, 0, 1)")
+    with pytest.raises(FastRefreshError, match=rf"{s}\.typo"):
+        inspection.refresh_mviews(env, [str(view), f"{s}.typo"], "force")
+    assert sorted(map(tuple, spark.table(view.sql).collect())) == before, "nothing refreshed"
+    (result,) = inspection.refresh_mviews(env, [str(view)], "force")
+    assert result.refresh_type == "FAST" and matches(spark, view, sql)
+
+
 def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> None:
     """A bare NULL output (VOID) or an INTERVAL failed with Iceberg's bare "Not a supported
     type: void" (a Java UnsupportedOperationException). The error names the view, the

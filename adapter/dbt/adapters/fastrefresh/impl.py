@@ -453,6 +453,12 @@ class FastrefreshAdapter(SparkAdapter):
         """DBMS_MVIEW.REFRESH with a list: names as a list or a comma-separated string."""
         if isinstance(names, str):
             names = [n.strip() for n in names.split(",") if n.strip()]
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            raise FastRefreshError(
+                f"refresh_mviews names must be a list of views (schema.view), got {names!r}; "
+                'nothing was refreshed. Fix: --args "{names: [schema.a, schema.b]}" (or '
+                "names: 'schema.a, schema.b')."
+            )
         env = self._env()
         results = inspection.refresh_mviews(env, list(names), method)
         return self._published(env, "\n".join(r.message() for r in results))

@@ -216,10 +216,11 @@ def refresh_mviews(env: Env, names: list[str], method: object) -> list[RefreshRe
             "was refreshed. Fix: dbt run-operation fast_refresh.refresh_mviews --args "
             '"{names: [schema.view], method: force}".'
         )
+    # Every name checked before any view is refreshed: a typo in the list refreshed the
+    # views before it, and said only that it was none.
+    records = [(view, registered(env, view)) for view in map(TableName.parse, names)]
     results = []
-    for name in names:
-        view = TableName.parse(name)
-        record = registered(env, view)
+    for view, record in records:
         assert record.config is not None
         spec = TableSpec(record.config.table_options, record.config.table_properties)
         results.append(
