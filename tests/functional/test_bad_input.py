@@ -815,6 +815,45 @@ def test_refresh_mviews_with_a_name_that_is_no_view_refreshes_none(spark: Any) -
     assert result.refresh_type == "FAST" and matches(spark, view, sql)
 
 
+def test_a_table_option_spark_refuses_names_the_option_and_leaves_nothing(spark: Any) -> None:
+    """A `partition_by` naming no output, a `format-version` Iceberg has not, and a
+    `location_root` that cannot be created failed with Spark's or Java's own words
+    (`Couldn't find column kk in: root |-- ...`, `Unhandled error ... For input string:
+    "3x"`, a stack trace), none naming the option (helper-38)."""
+    s = "bad_table_options"
+    spark.sql(f"CREATE SCHEMA {s}")
+    spark.sql(f"CREATE TABLE {s}.src (k BIGINT NOT NULL, x INT) USING iceberg")
+    spark.sql(f"INSERT INTO {s}.src VALUES (1, 1)")
+    env = env_for(spark, f"{s}_registry")
+    upstream = (Upstream(TableName(s, "src"), "source.p.shop.src"),)
+    sql = f"SELECT k, x FROM {s}.src"
+    before = tables(spark, s)
+    for table, said in [
+        (
+            refresh.TableSpec("partitioned by (kk)"),
+            f"The partition_by (or clustered_by) of {s}.v names kk, which is not a column "
+            "its query outputs. Fix:",
+        ),
+        (
+            refresh.TableSpec(properties={"format-version": "3x"}),
+            f"The tblproperties of {s}.v give format-version '3x', which Iceberg does not "
+            "take. Fix: '2'",
+        ),
+        (
+            refresh.TableSpec("location '/proc/no_such_folder/v'"),
+            f"The storage table of {s}.v cannot be written at file:/proc/no_such_folder/",
+        ),
+    ]:
+        with pytest.raises(FastRefreshError) as info:
+            refresh.refresh_view(
+                env, view=TableName(s, "v"), sql=sql, method="force", exists=False,
+                upstream=upstream, table=table,
+            )  # fmt: skip
+        assert said in str(info.value), info.value
+        said_only(str(info.value))
+        assert tables(spark, s) == before, "nothing is left"
+
+
 def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> None:
     """A bare NULL output (VOID) or an INTERVAL failed with Iceberg's bare "Not a supported
     type: void" (a Java UnsupportedOperationException). The error names the view, the

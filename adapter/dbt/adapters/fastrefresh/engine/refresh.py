@@ -707,6 +707,10 @@ _NO_FIELD = re.compile(r"ValidationException: Cannot find field '([^']+)' in str
 _TWICE = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column (`[^`]+`) already exists")
 # Iceberg converting a Spark type it has none for (a bare NULL's VOID, an INTERVAL).
 _UNSTORABLE = re.compile(r"Not a supported type: ([a-z][a-z ]*)")
+# Spark or Iceberg refusing a model's table option as the storage table is created.
+_NO_COLUMN = re.compile(r"Couldn't find column (\S+) in:")
+_FORMAT_VERSION = re.compile(r'Unsupported format version: \S+|For input string: "[^"]*"')
+_MKDIRS = re.compile(r"Mkdirs failed to create (\S+)")
 
 
 # What Spark raises evaluating an expression over a row's values (not over the query's
@@ -1205,7 +1209,7 @@ class _Refresh:
             altered = self._altered_logs(exc)
             if altered is not None:
                 raise altered from exc
-            unstorable = self._unstorable(exc)
+            unstorable = self._unstorable(exc) or self._table_option_error(exc)
             if unstorable is not None:
                 raise unstorable from exc
             wrong = self._query_error(exc)
@@ -1305,6 +1309,35 @@ class _Refresh:
             self.env.sql.query(f"DESCRIBE QUERY\n{self.sql}")
         except Exception as own:
             return _spark_said(own)
+        return None
+
+    def _table_option_error(self, exc: Exception) -> FastRefreshError | None:
+        """The error to give when ``exc`` is Spark or Iceberg refusing one of the model's
+        table options as the storage table is created (a ``partition_by`` that names no
+        output, a ``format-version`` Iceberg has not, a ``location_root`` it cannot
+        create), naming the option and the fix. None: it is none of those."""
+        text, options = str(exc), self.table.options.lower()
+        column = _NO_COLUMN.search(text)
+        if column is not None and ("partitioned by" in options or "clustered by" in options):
+            return FastRefreshError(
+                f"The partition_by (or clustered_by) of {self.view} names {column[1]}, which "
+                "is not a column its query outputs. Fix: name one of the query's output "
+                "columns, or remove it."
+            )
+        version = _FORMAT_VERSION.search(text)
+        if version is not None and "format-version" in self.table.properties:
+            given = self.table.properties["format-version"]
+            return FastRefreshError(
+                f"The tblproperties of {self.view} give format-version {given!r}, which "
+                "Iceberg does not take. Fix: '2' (the default) or '3', or remove it."
+            )
+        folder = _MKDIRS.search(text)
+        if folder is not None and "location" in options:
+            return FastRefreshError(
+                f"The storage table of {self.view} cannot be written at {folder[1]}: the "
+                "folder cannot be created there. Fix: set location_root to a folder this "
+                "Spark can write, or remove it."
+            )
         return None
 
     def _unstorable(self, exc: Exception) -> FastRefreshError | None:
