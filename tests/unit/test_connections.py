@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,30 @@ def test_registry_history_days_defaults_to_a_year_and_null_keeps_all() -> None:
     )
     kept = creds(method="thrift", host="spark", registry_history_days=None)
     assert kept.registry_history_days is None
+
+
+@pytest.mark.parametrize("name", ["my-registry", "ops.registry", "`reg`", "", 5])
+def test_a_registry_schema_that_is_no_plain_name_is_refused_naming_the_field(name: object) -> None:
+    """Spark refused it at the first statement, naming neither the field nor the fix."""
+    with pytest.raises(
+        DbtRuntimeError,
+        match=rf"registry_schema must be a schema name of letters, digits and underscores, "
+        rf"got {re.escape(repr(name))}\. Fix: remove it",
+    ):
+        creds(method="thrift", host="spark", registry_schema=name)
+    assert creds(method="thrift", host="spark", registry_schema="Ops_Reg2").registry_schema
+
+
+def test_a_state_dir_that_cannot_be_created_names_the_field(tmp_path: Path) -> None:
+    """A file where the folder would be: Python's `[Errno 17] File exists` was all."""
+    taken = tmp_path / "afile"
+    taken.write_text("")
+    with pytest.raises(
+        embedded.EmbeddedSparkError,
+        match=rf"The state folder {re.escape(str(taken / 'state'))} \(the profile's state_dir\) "
+        r"cannot be created: .*Fix: set state_dir to a folder this user can write",
+    ):
+        embedded.prepare_embedded({}, taken / "state")
 
 
 def test_a_state_dir_nothing_would_use_is_refused_with_the_fix() -> None:

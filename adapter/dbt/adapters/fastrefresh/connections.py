@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +66,7 @@ class FastrefreshCredentials(SparkCredentials):
     def __pre_deserialize__(cls, data: Any) -> Any:
         _refuse_unknown_fields(cls, data)
         _check_history_days(data)
+        _check_registry_schema(data)
         if isinstance(data, dict) and data.get("catalog") is not None:
             try:  # before dbt's own check of the field's type, which names no fix
                 SharedCatalog.parse(data["catalog"])
@@ -162,6 +164,20 @@ class FastrefreshCredentials(SparkCredentials):
             "registry_history_days",
             "iceberg_api",
         )  # not catalog: it may hold a password, and dbt debug prints these
+
+
+def _check_registry_schema(data: Any) -> None:
+    """``registry_schema``: a plain schema name (the registry's statements name it
+    unquoted, as dbt's own schemas are), not one Spark refuses with no word of the field."""
+    if not isinstance(data, dict) or data.get("registry_schema") is None:
+        return
+    name = data["registry_schema"]
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise DbtRuntimeError(
+            f"registry_schema must be a schema name of letters, digits and underscores, got "
+            f"{name!r}. Fix: remove it (the registry goes to fast_refresh), or name a "
+            "schema such as fast_refresh_registry (one schema, in the session catalog)."
+        )
 
 
 def _check_history_days(data: Any) -> None:

@@ -298,7 +298,15 @@ def prepare_embedded(
     java, version = check_java()
     if catalog is None:
         assert state_dir is not None
-        state_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file there, a folder this user cannot write
+            raise EmbeddedSparkError(
+                f"The state folder {state_dir} (the profile's state_dir) cannot be created: "
+                f"{exc.strerror or exc}. Fix: set state_dir to a folder this user can write "
+                "(relative paths are taken from the dbt project folder), or remove it "
+                "(<project>/.fastrefresh)."
+            ) from exc
         hold_state_dir(state_dir)
     jars = ensure_iceberg_jars().spark_jars()
     if catalog is not None and catalog.jars:
