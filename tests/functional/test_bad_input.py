@@ -23,6 +23,7 @@ from dbt.adapters.fastrefresh.mlog import capture
 from dbt.adapters.fastrefresh.mlog import ddl as mlog
 from dbt.adapters.fastrefresh.protocol.decisions import ReasonCode, RefreshType
 from dbt.adapters.fastrefresh.protocol.state import LOG_CONFIG
+from dbt.adapters.fastrefresh.registry import store as registry
 from dbt.adapters.fastrefresh.sqltext import TableName, literal
 from tests.functional.sites import (
     PATHS,
@@ -852,6 +853,31 @@ def test_a_table_option_spark_refuses_names_the_option_and_leaves_nothing(spark:
         assert said in str(info.value), info.value
         said_only(str(info.value))
         assert tables(spark, s) == before, "nothing is left"
+
+
+def test_a_failed_full_refresh_leaves_the_registry_showing_the_view_as_it_is(
+    spark: Any,
+) -> None:
+    """A --full-refresh whose query failed left the view as it was, yet the registry
+    showed it UNUSABLE ("must be completely refreshed"), and the next plain run was FAST
+    and right (helper-38). A failed rebuild the user asked for shows the view's own
+    staleness; a fast refresh that could not go on still shows UNUSABLE."""
+    s = "bad_failed_full_refresh"
+    env = keyed_master_with_log(spark, s, rows=10, groups=2)
+    view = TableName(s, "v")
+    sql = f"SELECT k, x FROM {s}.m"
+    refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+    registry.publish(env)
+    with pytest.raises(FastRefreshError, match="does not run"):
+        refresh.refresh_view(
+            env, view=view, sql=f"SELECT k, xx FROM {s}.m", method="force", exists=True,
+            full_refresh=True,
+        )  # fmt: skip
+    registry.publish(env)
+    (row,) = registry.select(env, "mviews", f"mview = '{view}'")
+    assert row["staleness"] == "FRESH", row
+    spark.sql(f"UPDATE {s}.m SET x = 5 WHERE k = 1")
+    refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 
 
 def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> None:

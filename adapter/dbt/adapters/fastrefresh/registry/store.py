@@ -69,6 +69,8 @@ from dbt.adapters.fastrefresh.sqltext import (
 
 logger = AdapterLogger("fastrefresh")
 
+# Reasons a refresh had because they were asked for, not because the view needed them.
+REQUESTED = frozenset({ReasonCode.FULL_REFRESH, ReasonCode.METHOD_COMPLETE})
 COMPACT_EVERY = 50  # publishes of this process between two compactions of the registry
 
 # The registry views' columns, in order (Spark SQL types).
@@ -546,8 +548,10 @@ def describe_view(
         staleness, why = staleness_of(env, record, zone=zone)
     except FastRefreshError as exc:  # a master or its log unreadable: the row says so
         staleness, why = Staleness.UNUSABLE, f"its masters cannot be read: {exc.message}"
-    if failure is not None and last is failure and failure.reason_code:
-        code = ReasonCode(failure.reason_code)
+    code = ReasonCode(failure.reason_code) if failure is not None and failure.reason_code else None
+    # A failed rebuild the user asked for (--full-refresh, method complete) left the view
+    # as it was: its staleness is its state's, not UNUSABLE.
+    if last is failure and code is not None and code not in REQUESTED:
         staleness = Staleness.NEEDS_COMPILE if code in NEEDS_COMPILE else Staleness.UNUSABLE
         why = failure.error
     last_type, last_time = last_refresh(state, last, published)
