@@ -880,6 +880,24 @@ def test_a_failed_full_refresh_leaves_the_registry_showing_the_view_as_it_is(
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 
 
+def test_a_key_named_twice_and_a_log_on_the_registry_are_refused(spark: Any) -> None:
+    """`key: [id, id]` failed with Spark's `[COLUMN_ALREADY_EXISTS]` as the log's table
+    was created; a log on the registry's own table was created, and captured every
+    publish (helper-38). Both are refused, naming the fix; nothing is created."""
+    s = "bad_key_twice"
+    env = keyed_master_with_log(spark, s, rows=4, groups=2)
+    mlog.drop_mview_log(env, f"{s}.m")
+    with pytest.raises(
+        FastRefreshError, match=rf"The key of a log on {s}\.m names k more than once"
+    ):
+        mlog.create_mview_log(env, f"{s}.m", key=["k", "K"])
+    registry.publish(env)  # the registry's table exists
+    with pytest.raises(FastRefreshError, match=r"is dbt-fastrefresh's own table .*Fix: name a"):
+        mlog.create_mview_log(env, f"{s}_registry.registry")
+    assert "mlog__m" not in tables(spark, s)
+    assert "mlog__registry" not in tables(spark, f"{s}_registry")
+
+
 def test_an_output_of_a_type_iceberg_has_not_names_the_column(spark: Any) -> None:
     """A bare NULL output (VOID) or an INTERVAL failed with Iceberg's bare "Not a supported
     type: void" (a Java UnsupportedOperationException). The error names the view, the

@@ -21,6 +21,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.fastrefresh import sqltext
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.iceberg import columns as mt
+from dbt.adapters.fastrefresh.iceberg.leases import TABLE as LEASES
 from dbt.adapters.fastrefresh.iceberg.tables import Found, TableMeta, latest_state, require_iceberg
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import (
@@ -398,6 +399,12 @@ def _resolve_key(meta: TableMeta, master: TableName, key: Sequence[str] | None) 
             return list(ViewConfig.from_json(view).key_columns)
         return [n for n in names if n in meta.identifier_fields]  # table order
     wanted = [str(k).lower() for k in key]
+    twice = sorted({k for k in wanted if wanted.count(k) > 1})
+    if twice:
+        raise FastRefreshError(
+            f"The key of a log on {master} names {', '.join(twice)} more than once. Fix: "
+            "name each key column once (key=[a, b])."
+        )
     unknown = [k for k in wanted if k not in names]
     if unknown:
         raise FastRefreshError(
@@ -547,7 +554,7 @@ def create_mview_log(
             failing (Oracle 23's ``IF NOT EXISTS``), naming how it differs from the log
             these options create.
     """
-    master = master_table(env, master_name)
+    master = _users_table(env, master_name)
     mode = purge_mode(purge)
     meta = require_iceberg(env.tables.load(master, fresh=True), master)
     _check_master_columns(meta, master)
@@ -583,6 +590,19 @@ def create_mview_log(
         env.runtime.chosen.pop(str(log_table), None)
         env.runtime.journal(env.registry).logs.add(str(master))
     return _created(config, meta.current_snapshot)
+
+
+def _users_table(env: Env, name: object) -> TableName:
+    """``master_table``, refused for the registry's own tables (``registry`` and
+    ``leases`` in its schema): a log on one would capture every publish."""
+    master = master_table(env, name)
+    if master.schema == env.registry and master.table in ("registry", LEASES):
+        raise FastRefreshError(
+            f"{master} is dbt-fastrefresh's own table (its registry's, in schema "
+            f"{env.registry}), which takes no log. Fix: name a table of your own (the "
+            "registry's views and the fast_refresh_* models show what it holds)."
+        )
+    return master
 
 
 def _created(config: LogConfig, snapshot: int | None) -> str:
