@@ -326,6 +326,13 @@ def test_a_key_two_rows_already_share_is_refused_at_the_logs_creation(
     assert tables(spark, s) == before
     mlog.create_mview_log(env, f"{s}.m", key=[])  # key-less: nothing to check
     mlog.drop_mview_log(env, f"{s}.m")
+    # A view's table, keyed by another column than the view's own key, is checked too.
+    duplicated = TableName(s, "by_k")
+    refresh_and_check(
+        spark, env, duplicated, f"SELECT k, j FROM {s}.m", exists=False, expect="COMPLETE"
+    )
+    with pytest.raises(FastRefreshError, match=rf"The key \(j\) of {s}\.by_k__fr_data is not"):
+        mlog.create_mview_log(env, str(duplicated), key=["j"])
     # The key made unique, the log is created, and the view built over it refreshes fast.
     spark.sql(f"DELETE FROM {s}.m WHERE x = 4")
     mlog.create_mview_log(env, f"{s}.m", key=["j"])  # unique now, NULL once
@@ -351,22 +358,23 @@ def test_a_row_added_with_a_key_another_row_holds_fails_the_views_reading_it_by_
     and refreshes fast."""
     s = f"bad_added_key_{path}"
     spark.sql(f"CREATE SCHEMA {s}")
-    spark.sql(f"CREATE TABLE {s}.m (id BIGINT, v INT) USING iceberg")
-    spark.sql(f"INSERT INTO {s}.m VALUES (1, 10), (2, NULL), (3, 30)")
     env = env_for(spark, f"{s}_registry", path)
-    mlog.create_mview_log(env, f"{s}.m", key=["v"])
-    views = {
-        TableName(s, "p"): f"SELECT id, v FROM {s}.m",
-        TableName(s, "a"): f"SELECT v % 2 AS odd, count(*) AS n, sum(id) AS ids FROM {s}.m "
-        "GROUP BY v % 2",
-    }
-    for view, sql in views.items():
-        refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
-    projection, aggregate = views
-    for key, where in (("10", "v = 10"), ("NULL", "v IS NULL")):
-        spark.sql(f"UPDATE {s}.m SET id = id + 100 WHERE {where}")
-        spark.sql(f"INSERT INTO {s}.m SELECT 7, v FROM {s}.m WHERE {where}")
-        added = latest_snapshot(spark, f"{s}.m")
+    for case, (key, where) in enumerate([("10", "v = 10"), ("NULL", "v IS NULL")]):
+        m = f"{s}.m{case}"  # one master a case: a range holding both could name either
+        spark.sql(f"CREATE TABLE {m} (id BIGINT, v INT) USING iceberg")
+        spark.sql(f"INSERT INTO {m} VALUES (1, 10), (2, NULL), (3, 30)")
+        mlog.create_mview_log(env, m, key=["v"])
+        views = {
+            TableName(s, f"p{case}"): f"SELECT id, v FROM {m}",
+            TableName(s, f"a{case}"): f"SELECT v % 2 AS odd, count(*) AS n, sum(id) AS ids "
+            f"FROM {m} GROUP BY v % 2",
+        }
+        for view, sql in views.items():
+            refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
+        projection, aggregate = views
+        spark.sql(f"UPDATE {m} SET id = id + 100 WHERE {where}")
+        spark.sql(f"INSERT INTO {m} SELECT 7, v FROM {m} WHERE {where}")
+        added = latest_snapshot(spark, m)
         before = sorted(map(tuple, spark.table(projection.sql).collect()))
         with pytest.raises(FastRefreshError) as info:
             refresh.refresh_view(
@@ -374,22 +382,25 @@ def test_a_row_added_with_a_key_another_row_holds_fails_the_views_reading_it_by_
             )
         said_only(str(info.value))
         assert (
-            f"dbt-fastrefresh: master {s}.m has more than one row with key ({key}) in "
+            f"dbt-fastrefresh: master {m} has more than one row with key ({key}) in "
             f"snapshot {added}: that commit added a row with a key another row of the master "
             "still held." in str(info.value)
         ), info.value
         assert "Fix: make the key unique, then drop the log" in str(info.value)
         assert sorted(map(tuple, spark.table(projection.sql).collect())) == before
         refresh_and_check(spark, env, aggregate, views[aggregate], exists=True, expect="FAST")
-    # As the message says: the key made unique, the log dropped and created again.
-    spark.sql(f"DELETE FROM {s}.m WHERE id = 7")
-    mlog.drop_mview_log(env, f"{s}.m")
-    mlog.create_mview_log(env, f"{s}.m", key=["v"])
-    for view, sql in views.items():
-        refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
-    spark.sql(f"UPDATE {s}.m SET id = id + 1 WHERE v = 10 OR v IS NULL")
-    for view, sql in views.items():
-        refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
+        registry.publish(env)
+        (row,) = registry.select(env, "mviews", f"mview = '{projection}'")
+        assert row["staleness"] == "UNUSABLE", row
+        # As the message says: the key made unique, the log dropped and created again.
+        spark.sql(f"DELETE FROM {m} WHERE id = 7")
+        mlog.drop_mview_log(env, m)
+        mlog.create_mview_log(env, m, key=["v"])
+        for view, sql in views.items():
+            refresh_and_check(spark, env, view, sql, exists=True, expect="COMPLETE")
+        spark.sql(f"UPDATE {m} SET id = id + 1 WHERE {where}")
+        for view, sql in views.items():
+            refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 
 
 def test_a_log_to_make_again_over_a_key_two_rows_share_is_kept(spark: Any) -> None:
@@ -853,29 +864,49 @@ def test_a_table_option_spark_refuses_names_the_option_and_leaves_nothing(spark:
         assert said in str(info.value), info.value
         said_only(str(info.value))
         assert tables(spark, s) == before, "nothing is left"
+    # Another property's bad number is not put down to format-version.
+    with pytest.raises(Exception) as raised:
+        refresh.refresh_view(
+            env, view=TableName(s, "v"), sql=sql, method="force", exists=False,
+            upstream=upstream, table=refresh.TableSpec(properties={
+                "format-version": "2", "write.target-file-size-bytes": "128MB",
+            }),
+        )  # fmt: skip
+    assert "format-version" not in str(raised.value) and "128MB" in str(raised.value)
+    assert tables(spark, s) == before, "nothing is left"
 
 
 def test_a_failed_full_refresh_leaves_the_registry_showing_the_view_as_it_is(
     spark: Any,
 ) -> None:
-    """A --full-refresh whose query failed left the view as it was, yet the registry
-    showed it UNUSABLE ("must be completely refreshed"), and the next plain run was FAST
-    and right (helper-38). A failed rebuild the user asked for shows the view's own
-    staleness; a fast refresh that could not go on still shows UNUSABLE."""
+    """A --full-refresh that failed left the view as it was, yet the registry showed it
+    UNUSABLE ("must be completely refreshed"), and the next plain run was FAST and right
+    (helper-38). A failed rebuild the user asked for shows the view's own staleness, or
+    NEEDS_COMPILE when its definition changed (as the same failure without the flag
+    does); a fast refresh that could not go on still shows UNUSABLE."""
     s = "bad_failed_full_refresh"
     env = keyed_master_with_log(spark, s, rows=10, groups=2)
     view = TableName(s, "v")
-    sql = f"SELECT k, x FROM {s}.m"
+    sql = f"SELECT k, IF(x > 100, CAST(raise_error('x too big') AS INT), x) AS x FROM {s}.m"
     refresh_and_check(spark, env, view, sql, exists=False, expect="COMPLETE")
     registry.publish(env)
-    with pytest.raises(FastRefreshError, match="does not run"):
-        refresh.refresh_view(
-            env, view=view, sql=f"SELECT k, xx FROM {s}.m", method="force", exists=True,
-            full_refresh=True,
-        )  # fmt: skip
-    registry.publish(env)
-    (row,) = registry.select(env, "mviews", f"mview = '{view}'")
-    assert row["staleness"] == "FRESH", row
+
+    def fails(query: str, *, full_refresh: bool) -> str:
+        with pytest.raises(Exception, match=r"x too big|does not run"):
+            refresh.refresh_view(
+                env, view=view, sql=query, method="force", exists=True,
+                full_refresh=full_refresh,
+            )  # fmt: skip
+        registry.publish(env)
+        (row,) = registry.select(env, "mviews", f"mview = '{view}'")
+        return str(row["staleness"])
+
+    spark.sql(f"INSERT INTO {s}.m VALUES (100, 0, 500)")  # the query now raises
+    assert fails(sql, full_refresh=True) == "STALE"
+    spark.sql(f"DELETE FROM {s}.m WHERE k = 100")
+    broken = f"SELECT k, xx FROM {s}.m"
+    assert fails(broken, full_refresh=False) == "NEEDS_COMPILE"
+    assert fails(broken, full_refresh=True) == "NEEDS_COMPILE"
     spark.sql(f"UPDATE {s}.m SET x = 5 WHERE k = 1")
     refresh_and_check(spark, env, view, sql, exists=True, expect="FAST")
 

@@ -156,7 +156,8 @@ def test_a_registry_schema_that_is_no_plain_name_is_refused_naming_the_field(nam
 
 
 def test_a_state_dir_that_cannot_be_created_names_the_field(tmp_path: Path) -> None:
-    """A file where the folder would be: Python's `[Errno 17] File exists` was all."""
+    """A file where the folder would be: Python's `[Errno 17] File exists` (or, below
+    it, `[Errno 20] Not a directory`) was all."""
     taken = tmp_path / "afile"
     taken.write_text("")
     with pytest.raises(

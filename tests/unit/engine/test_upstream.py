@@ -78,7 +78,10 @@ def test_a_bad_option_value_names_the_node_before_any_log_is_made(
     'false'`` is a true string: a commit-SCN log, then a warning on every run that the
     drop it advised made again), or failed later runs only (helper-38)."""
     graph = {"nodes": {"model.p.x": node("model.p.x", "model", "a.x", mview_log=setting)}}
-    with pytest.raises(FastRefreshError, match=rf"\n  model\.p\.x: {said}.*Fix: "):
+    with pytest.raises(
+        FastRefreshError,
+        match=rf"\n  model\.p\.x: {said}.*Fix \(in the node's mview_log config\): ",
+    ):
         upstream_of({"depends_on": {"nodes": ["model.p.x"]}}, graph)
 
 

@@ -453,7 +453,8 @@ class FastrefreshAdapter(SparkAdapter):
         """DBMS_MVIEW.REFRESH with a list: names as a list or a comma-separated string."""
         if isinstance(names, str):
             names = [n.strip() for n in names.split(",") if n.strip()]
-        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        named = (isinstance(n, str) or hasattr(n, "identifier") for n in names or ())
+        if not isinstance(names, (list, tuple)) or not all(named):  # names or relations
             raise FastRefreshError(
                 f"refresh_mviews names must be a list of views (schema.view), got {names!r}; "
                 'nothing was refreshed. Fix: --args "{names: [schema.a, schema.b]}" (or '

@@ -93,6 +93,7 @@ from dbt.adapters.fastrefresh.mlog.ddl import (
 from dbt.adapters.fastrefresh.protocol import upkeep
 from dbt.adapters.fastrefresh.protocol.decisions import (
     NEEDS_COMPILE,
+    REQUESTED,
     Reason,
     ReasonCode,
     RefreshMethod,
@@ -709,7 +710,7 @@ _TWICE = re.compile(r"\[COLUMN_ALREADY_EXISTS\] The column (`[^`]+`) already exi
 _UNSTORABLE = re.compile(r"Not a supported type: ([a-z][a-z ]*)")
 # Spark or Iceberg refusing a model's table option as the storage table is created.
 _NO_COLUMN = re.compile(r"Couldn't find column (\S+) in:")
-_FORMAT_VERSION = re.compile(r'Unsupported format version: \S+|For input string: "[^"]*"')
+_LOCATION = re.compile(r"location\s+'([^']+)'", re.IGNORECASE)
 _MKDIRS = re.compile(r"Mkdirs failed to create (\S+)")
 
 
@@ -775,6 +776,13 @@ def _sum_guard(message: str) -> str | None:
         return None
     said = message[message.index(SUM_GUARD) + len("dbt-fastrefresh: ") :].split("\n", 1)[0]
     return re.split(r" \(rebuild the view|; rebuild the view", said, maxsplit=1)[0].strip()
+
+
+def _definition_changed(record: ViewRecord | None, plan: ViewPlan) -> Reason | None:
+    """``DEFINITION_CHANGED`` when ``record``'s stored query is not ``plan``'s."""
+    if record is None or record.config is None or record.config.query_hash == plan.query_hash:
+        return None
+    return Reason(ReasonCode.DEFINITION_CHANGED, "the view's definition changed")
 
 
 def _refuse_reserved_outputs(view: TableName, sql: str) -> None:
@@ -1324,15 +1332,18 @@ class _Refresh:
                 "is not a column its query outputs. Fix: name one of the query's output "
                 "columns, or remove it."
             )
-        version = _FORMAT_VERSION.search(text)
-        if version is not None and "format-version" in self.table.properties:
-            given = self.table.properties["format-version"]
+        given = str(self.table.properties.get("format-version", ""))
+        if given and (
+            f'For input string: "{given}"' in text
+            or f"Unsupported format version: v{given}" in text
+        ):
             return FastRefreshError(
                 f"The tblproperties of {self.view} give format-version {given!r}, which "
                 "Iceberg does not take. Fix: '2' (the default) or '3', or remove it."
             )
         folder = _MKDIRS.search(text)
-        if folder is not None and "location" in options:
+        located = _LOCATION.search(self.table.options)
+        if folder is not None and located is not None and located[1].rstrip("/") in folder[1]:
             return FastRefreshError(
                 f"The storage table of {self.view} cannot be written at {folder[1]}: the "
                 "folder cannot be created there. Fix: set location_root to a folder this "
@@ -1489,7 +1500,7 @@ class _Refresh:
                 )  # fmt: skip
                 log_rows, noop = self._outcome
             except Exception as exc:
-                self._apply_failed(exc, reason)
+                self._apply_failed(exc, reason, changed=_definition_changed(record, plan))
                 raise
         mark = self._phase("apply", mark)
         self._ensure_view(record if reason is None else None, before=record)
@@ -1505,14 +1516,21 @@ class _Refresh:
             logs_created=tuple(self.logs_created), log_warnings=tuple(self.log_warnings),
         )  # fmt: skip
 
-    def _apply_failed(self, exc: Exception, reason: Reason | None) -> None:
+    def _apply_failed(
+        self, exc: Exception, reason: Reason | None, *, changed: Reason | None = None
+    ) -> None:
         """After the view's write failed: a log whose columns were changed by hand, found
         from the failure (SQL path), raises ``LogTableAltered`` and the refresh runs
-        again knowing it (``_held``), with no FAILED row; any other failure is recorded."""
+        again knowing it (``_held``), with no FAILED row; any other failure is recorded.
+        A failed rebuild that was asked for (``REQUESTED``) is recorded with ``changed``,
+        the view's changed definition, when there is one: the registry then says
+        NEEDS_COMPILE, as it does when the same refresh fails without being asked."""
         altered = self._altered_logs(exc)
         if altered is not None:
             raise altered from exc
         failed = self.failed_because or reason
+        if failed is not None and failed.code in REQUESTED and changed is not None:
+            failed = changed
         self._journal(_type_of(reason), failed, 0, "FAILED", str(exc))
 
     def _shape_never_fast(self, loaded: list[MasterState]) -> bool:
@@ -1799,6 +1817,8 @@ class _Refresh:
             message = str(exc)
             for master in self.setups:  # a row added with a key another row held
                 if (broken := duplicate_key_failure(exc, master)) is not None:
+                    # Every refresh stops so until the log is dropped: UNUSABLE.
+                    self.failed_because = Reason(ReasonCode.DELTA_RAISED, broken.message)
                     raise broken from None
             if NON_FINITE_LEFT in message:
                 start = message.index(NON_FINITE_LEFT) + len(NON_FINITE_LEFT)

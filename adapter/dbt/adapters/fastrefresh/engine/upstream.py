@@ -114,7 +114,9 @@ def _checked_options(uid: str, setting: Mapping[str, Any]) -> dict[str, Any]:
         if "purge" in options:
             options["purge"] = purge_mode(options["purge"]).value
     except FastRefreshError as exc:
-        said = exc.message.removeprefix("create_mview_log ")
+        said = exc.message.removeprefix("create_mview_log ").replace(
+            "Fix: ", "Fix (in the node's mview_log config): ", 1
+        )
         raise FastRefreshError(f"{uid}: mview_log {said}") from None
     return options
 

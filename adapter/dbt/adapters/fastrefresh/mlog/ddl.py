@@ -429,8 +429,11 @@ def require_unique_key(env: Env, meta: TableMeta, master: TableName, key: Sequen
     log keyed so would stop at the first capture of a commit touching such a row, or
     apply a change of one of them to both. One aggregate of the master (its snapshot the
     log starts from); none for a key-less log, an empty master, or a view's storage
-    table (its key is the view's own, unique by construction)."""
-    if not key or meta.current_snapshot is None or VIEW_CONFIG in meta.properties:
+    table keyed by the view's own key (unique by construction)."""
+    if not key or meta.current_snapshot is None:
+        return
+    view = meta.properties.get(VIEW_CONFIG)
+    if view is not None and tuple(key) == ViewConfig.from_json(view).key_columns:
         return
     columns = ", ".join(ident(k) for k in key)
     found = env.sql.query(

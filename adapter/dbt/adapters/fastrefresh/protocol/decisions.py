@@ -96,6 +96,9 @@ EXPECTED = frozenset(
         ReasonCode.BUILT_EMPTY,
     }
 )
+# Reasons a refresh had because they were asked for (--full-refresh, method complete), not
+# because the view needed them: a failed rebuild of one leaves the view as it was.
+REQUESTED = frozenset({ReasonCode.FULL_REFRESH, ReasonCode.METHOD_COMPLETE})
 # Codes that make the registry say NEEDS_COMPILE (the definition, a master or the session
 # time zone its query reads changed); the others that fail a refresh make it UNUSABLE.
 NEEDS_COMPILE = frozenset(

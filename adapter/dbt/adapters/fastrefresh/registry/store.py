@@ -42,7 +42,12 @@ from dbt.adapters.fastrefresh.iceberg.leases import leases_table
 from dbt.adapters.fastrefresh.mlog.consumers import purge, read_view_state
 from dbt.adapters.fastrefresh.mlog.ddl import LoadedLog, load_log
 from dbt.adapters.fastrefresh.protocol import upkeep
-from dbt.adapters.fastrefresh.protocol.decisions import NEEDS_COMPILE, ReasonCode, Staleness
+from dbt.adapters.fastrefresh.protocol.decisions import (
+    NEEDS_COMPILE,
+    REQUESTED,
+    ReasonCode,
+    Staleness,
+)
 from dbt.adapters.fastrefresh.protocol.env import Env
 from dbt.adapters.fastrefresh.protocol.state import VIEW_CONFIG, Position
 from dbt.adapters.fastrefresh.registry import migration
@@ -69,8 +74,6 @@ from dbt.adapters.fastrefresh.sqltext import (
 
 logger = AdapterLogger("fastrefresh")
 
-# Reasons a refresh had because they were asked for, not because the view needed them.
-REQUESTED = frozenset({ReasonCode.FULL_REFRESH, ReasonCode.METHOD_COMPLETE})
 COMPACT_EVERY = 50  # publishes of this process between two compactions of the registry
 
 # The registry views' columns, in order (Spark SQL types).

@@ -156,7 +156,7 @@ def _added_key_guard(log: LogSource) -> str:
     old image between: a commit added a row with a key another row still held, which no
     capture finds (it compares the rows of one commit, not the rest of the master).
     There it raises (``raise_error``, nothing committed), naming the key and the commit:
-    the net change would keep one of the two rows (``capture_sql.added_key_failure``)."""
+    the net change would keep one of the two rows (``protocol/keys.added_key_fix``)."""
     master = log.master or log.log_table
     keys = " || ', ' || ".join(f"coalesce(cast({q(k)} AS STRING), 'NULL')" for k in log.key_columns)
     said = (
