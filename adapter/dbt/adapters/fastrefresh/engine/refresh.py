@@ -586,11 +586,9 @@ def _since_built(
     assert view.state is not None
     if config.built_empty:
         return Reason(ReasonCode.BUILT_EMPTY, "its last build was `dbt run --empty`, without rows")
-    if config.query_hash != plan.query_hash:
-        return Reason(
-            ReasonCode.DEFINITION_CHANGED,
-            "the view's definition changed" + _masters_changed(config.masters, plan.masters),
-        )
+    changed = _definition_changed(config, plan)
+    if changed is not None:
+        return changed
     if not same_master_columns(config.master_schema_hash, columns_hash, masters):
         return Reason(
             ReasonCode.MASTER_COLUMNS_CHANGED,
@@ -778,11 +776,14 @@ def _sum_guard(message: str) -> str | None:
     return re.split(r" \(rebuild the view|; rebuild the view", said, maxsplit=1)[0].strip()
 
 
-def _definition_changed(record: ViewRecord | None, plan: ViewPlan) -> Reason | None:
-    """``DEFINITION_CHANGED`` when ``record``'s stored query is not ``plan``'s."""
-    if record is None or record.config is None or record.config.query_hash == plan.query_hash:
+def _definition_changed(config: ViewConfig | None, plan: ViewPlan) -> Reason | None:
+    """``DEFINITION_CHANGED`` when the view's stored query (``config``) is not ``plan``'s."""
+    if config is None or config.query_hash == plan.query_hash:
         return None
-    return Reason(ReasonCode.DEFINITION_CHANGED, "the view's definition changed")
+    return Reason(
+        ReasonCode.DEFINITION_CHANGED,
+        "the view's definition changed" + _masters_changed(config.masters, plan.masters),
+    )
 
 
 def _refuse_reserved_outputs(view: TableName, sql: str) -> None:
@@ -1500,7 +1501,7 @@ class _Refresh:
                 )  # fmt: skip
                 log_rows, noop = self._outcome
             except Exception as exc:
-                self._apply_failed(exc, reason, changed=_definition_changed(record, plan))
+                self._apply_failed(exc, reason, config=record.config if record else None, plan=plan)
                 raise
         mark = self._phase("apply", mark)
         self._ensure_view(record if reason is None else None, before=record)
@@ -1517,20 +1518,26 @@ class _Refresh:
         )  # fmt: skip
 
     def _apply_failed(
-        self, exc: Exception, reason: Reason | None, *, changed: Reason | None = None
+        self,
+        exc: Exception,
+        reason: Reason | None,
+        *,
+        config: ViewConfig | None = None,
+        plan: ViewPlan | None = None,
     ) -> None:
         """After the view's write failed: a log whose columns were changed by hand, found
         from the failure (SQL path), raises ``LogTableAltered`` and the refresh runs
         again knowing it (``_held``), with no FAILED row; any other failure is recorded.
-        A failed rebuild that was asked for (``REQUESTED``) is recorded with ``changed``,
-        the view's changed definition, when there is one: the registry then says
-        NEEDS_COMPILE, as it does when the same refresh fails without being asked."""
+        A failed rebuild that was asked for (``REQUESTED``) is recorded as the change of
+        the view's definition (``config``, the stored one, against ``plan``) when there is
+        one: the registry then says NEEDS_COMPILE, as it does when the same refresh fails
+        without being asked."""
         altered = self._altered_logs(exc)
         if altered is not None:
             raise altered from exc
         failed = self.failed_because or reason
-        if failed is not None and failed.code in REQUESTED and changed is not None:
-            failed = changed
+        if failed is not None and failed.code in REQUESTED and plan is not None:
+            failed = _definition_changed(config, plan) or failed
         self._journal(_type_of(reason), failed, 0, "FAILED", str(exc))
 
     def _shape_never_fast(self, loaded: list[MasterState]) -> bool:

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dbt.adapters.fastrefresh.iceberg import columns as mt
 from dbt.adapters.fastrefresh.iceberg.tables import CaptureReads, RowSource
 from dbt.adapters.fastrefresh.protocol import changevector as cv
-from dbt.adapters.fastrefresh.protocol.keys import duplicate_key_fix, duplicate_key_message
+from dbt.adapters.fastrefresh.protocol.keys import duplicate_key_fix, key_error_sql
 from dbt.adapters.fastrefresh.protocol.state import LogConfig
 from dbt.adapters.fastrefresh.sqltext import (
     holds_float,
@@ -71,11 +71,7 @@ VARIABLE_BYTES = 24
 def _duplicate_key_error(config: LogConfig, keys: Sequence[str], snapshot: str) -> str:
     """``raise_error`` of two rows of one commit with one key (``keys``: the key columns'
     SQL), naming the key's values (NULL too) and the commit's ``snapshot`` (SQL)."""
-    key_text = " || ', ' || ".join(f"coalesce(cast({k} AS STRING), 'NULL')" for k in keys)
-    return (
-        f"raise_error(concat({string(duplicate_key_message(config.master))}, {key_text}, "
-        f"{string(') in snapshot ')}, cast({snapshot} AS STRING), {string(duplicate_key_fix(config.master))}))"
-    )
+    return key_error_sql(config.master, keys, snapshot, duplicate_key_fix(config.master))
 
 
 # -- the statement ------------------------------------------------------------------------

@@ -6,9 +6,10 @@ another row held: ``ivm/sqlgen/images``), and how to find them in Spark's error.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from dbt.adapters.fastrefresh.errors import FastRefreshError
-from dbt.adapters.fastrefresh.sqltext import TableName
+from dbt.adapters.fastrefresh.sqltext import TableName, string
 
 
 def duplicate_key_message(master: TableName) -> str:
@@ -52,3 +53,14 @@ def duplicate_key_failure(exc: BaseException, master: TableName) -> FastRefreshE
     pattern = re.escape(duplicate_key_message(master)) + f".*?(?:{fixes})"
     found = re.search(pattern, str(exc), re.DOTALL)
     return None if found is None else FastRefreshError(found[0])
+
+
+def key_error_sql(master: TableName, keys: Sequence[str], snapshot: str, fix: str) -> str:
+    """``raise_error`` of two rows of ``master`` with one key, naming the key's values
+    (``keys``: the key columns' SQL; NULL too) and the commit's ``snapshot`` (SQL), its
+    message ending in ``fix`` (``duplicate_key_fix`` or ``added_key_fix``)."""
+    key_text = " || ', ' || ".join(f"coalesce(cast({k} AS STRING), 'NULL')" for k in keys)
+    return (
+        f"raise_error(concat({string(duplicate_key_message(master))}, {key_text}, "
+        f"{string(') in snapshot ')}, cast({snapshot} AS STRING), {string(fix)}))"
+    )

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import q
 from dbt.adapters.fastrefresh.protocol import changevector as cv
-from dbt.adapters.fastrefresh.protocol.keys import added_key_fix, duplicate_key_message
-from dbt.adapters.fastrefresh.sqltext import TableName, string
+from dbt.adapters.fastrefresh.protocol.keys import added_key_fix, key_error_sql
+from dbt.adapters.fastrefresh.sqltext import TableName
 
 
 @dataclass(frozen=True)
@@ -158,9 +158,6 @@ def _added_key_guard(log: LogSource) -> str:
     There it raises (``raise_error``, nothing committed), naming the key and the commit:
     the net change would keep one of the two rows (``protocol/keys.added_key_fix``)."""
     master = log.master or log.log_table
-    keys = " || ', ' || ".join(f"coalesce(cast({q(k)} AS STRING), 'NULL')" for k in log.key_columns)
-    said = (
-        f"concat({string(duplicate_key_message(master))}, {keys}, "
-        f"{string(') in snapshot ')}, cast(xid__ AS STRING), {string(added_key_fix(master))})"
-    )
-    return f"IF(old_new__ = 'N' AND __fr_prev = 'N', CAST(raise_error({said}) AS BOOLEAN), TRUE)"
+    keys = [q(k) for k in log.key_columns]
+    error = key_error_sql(master, keys, "xid__", added_key_fix(master))
+    return f"IF(old_new__ = 'N' AND __fr_prev = 'N', CAST({error} AS BOOLEAN), TRUE)"
