@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import random
 from typing import Any
 
@@ -126,10 +127,11 @@ def test_the_registry_keeps_history_days_of_runs_and_every_objects_state(
         w: f"SELECT k, x FROM {schema}.m WHERE g = 1",
     }
     built: set[TableName] = set()
+    keys = itertools.count(1000)  # a new key each time: the log's key is unique
 
     def runs(days_ago: int, *chosen: TableName) -> None:
         """Changes, refreshes of ``chosen`` (its capture too), published ``days_ago``."""
-        spark.sql(f"INSERT INTO {schema}.m VALUES ({1000 + days_ago}, 1, 1)")
+        spark.sql(f"INSERT INTO {schema}.m VALUES ({next(keys)}, 1, 1)")
         for view in chosen:
             expect = "FAST" if view in built else "COMPLETE"
             refresh_and_check(spark, env, view, views[view], exists=view in built, expect=expect)

@@ -138,6 +138,12 @@ VIEWS = {
         "SELECT a.k, a.x, b.k AS bk, b.x AS bx FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g",
         (M3,),
     ),
+    # One input changed, its log holding what the view reads: its images, and the keys
+    # its range added checked against the view (render.KeyGuard).
+    "join_images_one_side_changed": (
+        "SELECT a.k, a.x, b.k AS bk, b.x AS bx FROM {s}.m1 a JOIN {s}.m3 b ON a.g = b.g",
+        (M1,),
+    ),
     "join_hidden_keys": ("SELECT a.g, b.x FROM {s}.m1 a JOIN {s}.m3 b USING (k)", (M1, M3)),
     "join_aggregate": (
         "SELECT b.g, count(*) AS c, sum(a.x) AS sx, avg(a.y) AS ay FROM {s}.m1 a "
@@ -264,7 +270,8 @@ VIEWS = {
 OVERWRITE = (
     "projection_keyed", "projection_key_only_log", "projection_keyless", "semi_outer_changed",
     "aggregate_signed", "aggregate_minmax",
-    "join_aggregate", "join_on_group", "join_hidden_keys", "outer_left", "outer_full",
+    "join_aggregate", "join_on_group", "join_hidden_keys", "join_images_one_side_changed",
+    "outer_left", "outer_full",
     "outer_aggregate_full_global", "window_latest_row", "union_projections",
 )  # fmt: skip
 AVG_TYPES = {"m1.y": "decimal(14,6)", "a.y": "decimal(14,6)"}

@@ -31,14 +31,20 @@ USING (
         ORDER BY sequence__
         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
       ) AS __fr_n,
-      LAG(old_new__) OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_prev
+      LAG(old_new__) OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_prev,
+      IF(
+        FIRST_VALUE(old_new__) OVER (PARTITION BY `k` ORDER BY sequence__) = 'N',
+        FIRST_VALUE(xid__) OVER (PARTITION BY `k` ORDER BY sequence__),
+        CAST(NULL AS BIGINT)
+      ) AS __fr_added
     FROM __fr_rng
   ), imgs AS (
     SELECT
       `k`,
       `g`,
       `x`,
-      IF(old_new__ = 'O', -1, 1) AS __fr_sign
+      IF(old_new__ = 'O', -1, 1) AS __fr_sign,
+      __fr_added
     FROM __fr_ranked
     WHERE
       IF(
@@ -61,17 +67,26 @@ USING (
         OR (
           __fr_pos = __fr_n AND old_new__ = 'N'
         )
+        OR (
+          __fr_pos = __fr_n AND NOT __fr_added IS NULL
+        )
       )
   )
   SELECT
     IF(a.__fr_sign = -1, a.`k`, CAST(a.k AS DOUBLE)) AS `k`,
     IF(a.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(a.g AS DOUBLE)) AS `g`,
-    IF(a.__fr_sign = -1, 'D', 'I') AS __fr_op
+    a.__fr_added,
+    IF(__fr_check = 1, 'C', IF(a.__fr_sign = -1, 'D', 'I')) AS __fr_op
   FROM imgs AS a
+  LATERAL VIEW
+  EXPLODE(IF(a.__fr_added IS NULL, ARRAY(0), ARRAY(0, 1))) __fr_twice AS __fr_check
   WHERE
-    a.__fr_sign = -1
+    __fr_check = 1
     OR (
-      TRUE
+      a.__fr_sign = -1 AND a.__fr_added IS NULL
+    )
+    OR (
+      a.__fr_sign = 1
       AND (
         a.x > 0
         AND EXISTS(
@@ -84,6 +99,15 @@ USING (
       )
     )
 ) AS s
-ON t.`k` IS NOT DISTINCT FROM s.`k` AND s.__fr_op = 'D'
-WHEN MATCHED THEN DELETE
+ON t.`k` IS NOT DISTINCT FROM s.`k` AND s.__fr_op IN ('D', 'C')
+WHEN MATCHED AND s.__fr_op = 'D' THEN DELETE
+WHEN MATCHED AND CAST(RAISE_ERROR(
+  CONCAT(
+    'dbt-fastrefresh: master g.mlog__m1 has more than one row with key (',
+    COALESCE(CAST(s.`k` AS STRING), 'NULL'),
+    ') in snapshot ',
+    CAST(s.__fr_added AS STRING),
+    ': that commit added a row with a key another row of the master still held. A keyed log needs a unique key: with two rows of one key, a view keeps one of them. Fix: make the key unique, then drop the log (dbt run-operation fast_refresh.drop_mview_log --args "{master: g.mlog__m1}") and let the next dbt run create it again from the table as it is then, or create it again yourself with another key, or key-less (key=[]); the views on it rebuild once.'
+  )
+) AS BOOLEAN) THEN DELETE
 WHEN NOT MATCHED AND s.__fr_op = 'I' THEN INSERT (`k`, `g`) VALUES (s.`k`, s.`g`)

@@ -1,7 +1,12 @@
 WITH __fr_ck0 AS (
-  SELECT DISTINCT
+  SELECT
     `k`,
-    TRUE AS __fr_hit
+    TRUE AS __fr_hit,
+    IF(
+      MIN(IF(old_new__ = 'N', sequence__, NULL)) = MIN(sequence__),
+      MIN_BY(xid__, sequence__),
+      CAST(NULL AS BIGINT)
+    ) AS __fr_added
   FROM `g`.`mlog__m1` VERSION AS OF 31
   WHERE
     (
@@ -15,6 +20,8 @@ WITH __fr_ck0 AS (
         ) <> 0
       )
     )
+  GROUP BY
+    `k`
 ), __fr_img0_rng AS (
   SELECT
     `k`,
@@ -107,7 +114,22 @@ WITH __fr_ck0 AS (
   LEFT JOIN __fr_ck1 AS __fr_h1
     ON v.`bk` IS NOT DISTINCT FROM __fr_h1.`k`
   WHERE
-    __fr_h0.__fr_hit OR __fr_h1.__fr_hit
+    IF(
+      __fr_h0.__fr_added IS NULL,
+      TRUE,
+      CAST(RAISE_ERROR(
+        CONCAT(
+          'dbt-fastrefresh: master g.mlog__m1 has more than one row with key (',
+          COALESCE(CAST(v.`k` AS STRING), 'NULL'),
+          ') in snapshot ',
+          CAST(__fr_h0.__fr_added AS STRING),
+          ': that commit added a row with a key another row of the master still held. A keyed log needs a unique key: with two rows of one key, a view keeps one of them. Fix: make the key unique, then drop the log (dbt run-operation fast_refresh.drop_mview_log --args "{master: g.mlog__m1}") and let the next dbt run create it again from the table as it is then, or create it again yourself with another key, or key-less (key=[]); the views on it rebuild once.'
+        )
+      ) AS BOOLEAN)
+    )
+    AND (
+      __fr_h0.__fr_hit OR __fr_h1.__fr_hit
+    )
 ), __fr_s AS (
   SELECT
     *

@@ -29,14 +29,20 @@ WITH __fr_rng AS (
       ORDER BY sequence__
       ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
     ) AS __fr_n,
-    LAG(old_new__) OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_prev
+    LAG(old_new__) OVER (PARTITION BY `k` ORDER BY sequence__) AS __fr_prev,
+    IF(
+      FIRST_VALUE(old_new__) OVER (PARTITION BY `k` ORDER BY sequence__) = 'N',
+      FIRST_VALUE(xid__) OVER (PARTITION BY `k` ORDER BY sequence__),
+      CAST(NULL AS BIGINT)
+    ) AS __fr_added
   FROM __fr_rng
 ), imgs AS (
   SELECT
     `k`,
     `g`,
     `x`,
-    IF(old_new__ = 'O', -1, 1) AS __fr_sign
+    IF(old_new__ = 'O', -1, 1) AS __fr_sign,
+    __fr_added
   FROM __fr_ranked
   WHERE
     IF(
@@ -59,17 +65,27 @@ WITH __fr_rng AS (
       OR (
         __fr_pos = __fr_n AND old_new__ = 'N'
       )
+      OR (
+        __fr_pos = __fr_n AND NOT __fr_added IS NULL
+      )
     )
 ), __fr_s AS (
   SELECT
     IF(m1.__fr_sign = -1, m1.`k`, CAST(m1.k AS DOUBLE)) AS `k`,
     IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.g AS DOUBLE)) AS `g`,
     IF(m1.__fr_sign = -1, CAST(NULL AS DOUBLE), CAST(m1.x AS DOUBLE)) AS `x`,
-    IF(m1.__fr_sign = -1, 'D', 'I') AS __fr_op
+    m1.__fr_added,
+    IF(__fr_check = 1, 'C', IF(m1.__fr_sign = -1, 'D', 'I')) AS __fr_op
   FROM imgs AS m1
+  LATERAL VIEW
+  EXPLODE(IF(m1.__fr_added IS NULL, ARRAY(0), ARRAY(0, 1))) __fr_twice AS __fr_check
   WHERE
-    m1.__fr_sign = -1 OR (
-      TRUE AND (
+    __fr_check = 1
+    OR (
+      m1.__fr_sign = -1 AND m1.__fr_added IS NULL
+    )
+    OR (
+      m1.__fr_sign = 1 AND (
         m1.x > 0
       )
     )
@@ -88,16 +104,42 @@ FROM (
   FROM `g`.`projection_keyed` AS t
   LEFT ANTI JOIN (
     SELECT
-      `k` AS `k`
+      `k` AS `k`,
+      __fr_op,
+      __fr_added
     FROM (
       SELECT
-        `k`
-      FROM __fr_rng
-      WHERE
-        old_new__ = 'O'
+        `k`,
+        IF(__fr_added IS NULL, 'D', 'C') AS __fr_op,
+        __fr_added
+      FROM (
+        SELECT
+          `k`,
+          IF(
+            MIN(IF(old_new__ = 'N', sequence__, NULL)) = MIN(sequence__),
+            MIN_BY(xid__, sequence__),
+            CAST(NULL AS BIGINT)
+          ) AS __fr_added
+        FROM __fr_rng
+        GROUP BY
+          `k`
+      )
     )
   ) AS s
     ON t.`k` IS NOT DISTINCT FROM s.`k`
+    AND IF(
+      s.__fr_op = 'D',
+      TRUE,
+      CAST(RAISE_ERROR(
+        CONCAT(
+          'dbt-fastrefresh: master g.mlog__m1 has more than one row with key (',
+          COALESCE(CAST(t.`k` AS STRING), 'NULL'),
+          ') in snapshot ',
+          CAST(s.__fr_added AS STRING),
+          ': that commit added a row with a key another row of the master still held. A keyed log needs a unique key: with two rows of one key, a view keeps one of them. Fix: make the key unique, then drop the log (dbt run-operation fast_refresh.drop_mview_log --args "{master: g.mlog__m1}") and let the next dbt run create it again from the table as it is then, or create it again yourself with another key, or key-less (key=[]); the views on it rebuild once.'
+        )
+      ) AS BOOLEAN)
+    )
   UNION ALL
   SELECT
     `k`,

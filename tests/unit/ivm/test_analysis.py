@@ -528,16 +528,20 @@ def test_join_with_one_table_changed_deletes_its_changed_keys_without_reading_th
     source = merge.split(" USING (", 1)[1]
     assert "`shop`.`v`" not in source and "`shop`.`v`" in merge
     assert "__fr_old AS (SELECT CAST(`order_id` AS BIGINT) AS `order_id`" in source
-    assert "'D' AS __fr_op FROM __fr_ck1)" in source  # __fr_ck1: the orders' changed keys
-    assert merge.split(") s ON ", 1)[1].startswith("t.`order_id` <=> s.`order_id` AND")
+    # __fr_ck1: the orders' changed keys, a key the range added a check ('C'), not a delete
+    assert "IF(__fr_added IS NULL, 'D', 'C') AS __fr_op, __fr_added FROM __fr_ck1)" in source
+    match = merge.split(") s ON ", 1)[1]
+    assert match.startswith("t.`order_id` <=> s.`order_id` AND s.__fr_op IN ('D', 'C')")
+    assert "WHEN MATCHED AND s.__fr_op = 'D' THEN DELETE WHEN MATCHED AND CAST(" in match
     sqlglot.parse_one(merge, read="spark")
 
 
 def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
     """The overwrite form keeps the view's rows but the changed keys' old rows and adds the
     new rows that pass the filter: the MERGE's effect, without its pass to find files. The
-    rows to delete come from the range unsorted (every key with an old image), not from a
-    second pass over the images."""
+    rows to delete, and the keys the range added (checked: the view must hold none of
+    them), come from one aggregate of the range, not from a second pass over the
+    images."""
     from dbt.adapters.fastrefresh.ivm.sqlgen import LogSource, Target, delta_statement
 
     p = plan("select order_id, amount from shop.orders where status = 'open'")
@@ -556,11 +560,14 @@ def test_a_small_keyed_projection_takes_its_delta_as_one_overwrite() -> None:
     assert overwrite.startswith(head)
     kept, added = overwrite.split(" UNION ALL ")
     deleted = (
-        "(SELECT `order_id` AS `order_id` FROM "
-        "(SELECT `order_id` FROM __fr_rng WHERE old_new__ = 'O')) s"
+        "(SELECT `order_id` AS `order_id`, __fr_op, __fr_added FROM (SELECT `order_id`, "
+        "IF(__fr_added IS NULL, 'D', 'C') AS __fr_op, __fr_added FROM (SELECT `order_id`, "
+        "IF(min(IF(old_new__ = 'N', sequence__, NULL)) = min(sequence__), "
+        "min_by(xid__, sequence__), CAST(NULL AS BIGINT)) AS __fr_added FROM __fr_rng "
+        "GROUP BY `order_id`))) s"
     )
     assert f"FROM `shop`.`v` t LEFT ANTI JOIN {deleted}" in kept
-    assert kept.endswith("ON t.`order_id` <=> s.`order_id`")
+    assert "ON t.`order_id` <=> s.`order_id` AND IF(s.__fr_op = 'D', TRUE, CAST(" in kept
     assert added == "SELECT `order_id`, `amount` FROM __fr_s WHERE __fr_op = 'I')"
     # Both read the same images with the same filter: the overwrite defines the MERGE
     # source's CTEs, and its changes as __fr_s.

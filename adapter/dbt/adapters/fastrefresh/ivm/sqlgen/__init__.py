@@ -27,6 +27,7 @@ from dbt.adapters.fastrefresh.ivm.sqlgen.images import (
     LogSource,
     MasterSource,
     Source,
+    added_log,
     changed_keys,
     image_ctes,
 )
@@ -87,10 +88,12 @@ def delta_statement(
     if plan.shape is Shape.WINDOW:
         return window.window_recompute(plan, target, source, pins=pins)
     if plan.shape is Shape.PROJECTION:
-        ctes = image_ctes(plan, source)
         if plan.keyed:
-            return projection.projection_keyed(plan, target, ctes, keys=changed_keys(source))
-        return projection.projection_counted(plan, target, ctes)
+            added = added_log(source)
+            ctes = image_ctes(plan, source, added=added is not None)
+            keys = changed_keys(source)
+            return projection.projection_keyed(plan, target, ctes, keys=keys, added=added)
+        return projection.projection_counted(plan, target, image_ctes(plan, source))
     return aggregate.single_table(plan, target, source, pins=pins)
 
 

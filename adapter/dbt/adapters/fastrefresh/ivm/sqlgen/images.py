@@ -62,6 +62,29 @@ def cv_skip(columns_read: Sequence[str], log: LogSource) -> str:
     return f"(dmltype__ <> 'U' OR {touches})"
 
 
+# A key's commit that added it, from its rows in a range (an aggregate): the first row's
+# commit when that row is a new image (the key had no row before the range), else NULL.
+# Numbers only in the aggregate's buffer: min_by(old_new__, ...) would make Spark sort
+# the rows instead of hashing them.
+FIRST_ADDED = (
+    "IF(min(IF(old_new__ = 'N', sequence__, NULL)) = min(sequence__), "
+    "min_by(xid__, sequence__), CAST(NULL AS BIGINT))"
+)
+
+
+def changed_key_ops(log: LogSource) -> str:
+    """A SELECT, over the CTEs ``image_ctes`` defines on a keyed log, of each key in the
+    range once, with ``__fr_op`` ``'D'`` (its row before the range is to be deleted) or
+    ``'C'`` (it had none: ``__fr_added``, the commit that added it, checks the view holds
+    no row of it). One aggregate of the range, without the images' sort by key
+    (``render.KeyGuard``)."""
+    keys = ", ".join(q(k) for k in log.key_columns)
+    return (
+        f"SELECT {keys}, IF(__fr_added IS NULL, 'D', 'C') AS __fr_op, __fr_added FROM "
+        f"(SELECT {keys}, {FIRST_ADDED} AS __fr_added FROM __fr_rng GROUP BY {keys})"
+    )
+
+
 def changed_keys(source: Source, name: str = "imgs") -> str | None:
     """A SELECT, over the CTEs ``image_ctes(..., name)`` (net) defines, of the keys of
     ``source`` that can have had a row before the range: on a keyed log, every key with an
@@ -96,6 +119,7 @@ def image_ctes(
     name: str = "imgs",
     *,
     net: bool = True,
+    added: bool = False,
 ) -> list[str]:
     """CTEs ending in ``name``: the needed master columns plus ``__fr_sign``.
 
@@ -106,8 +130,13 @@ def image_ctes(
     rule under them) passes ``net=False`` and takes every image of the range, signed: a
     key's images telescope (each update's new image is the next one's old), so their
     signed sum is the net change, without the window that sorts the range by key.
+    ``added``: on a keyed log's net images (``added_log``), each image also carries
+    ``__fr_added``, the commit that added its key when the key's first image in the range
+    is new (it had no row before the range), else NULL; such a key's last image is kept
+    even when it is an old one (signed -1: a check, not a delete; ``added_key_error``).
     """
     log = source.log if isinstance(source, MasterSource) else source
+    assert not added or (net and added_log(source) is not None), "no __fr_added to give"
     read = plan.columns_read if columns is None else columns
     cols = list(log.key_columns) + [c for c in read if c not in log.key_columns]
     p = "__fr_" if name == "imgs" else f"{name}_"
@@ -135,20 +164,52 @@ def image_ctes(
             f"{name} AS (SELECT {head}IF(old_new__ = 'N', 1, -1) AS __fr_sign "
             f"FROM {log.relation} WHERE {where})"
         ]
+    return _net_ctes(log, sel, where, name, added=added)
+
+
+def _net_ctes(log: LogSource, sel: str, where: str, name: str, *, added: bool) -> list[str]:
+    """``image_ctes``'s net change per key of a keyed log's range (rows ``where``): its
+    first old image and its last new image. One window (one sort) and one pass; a UNION
+    ALL of two passes would read the log twice. ``added``: with ``__fr_added`` (the
+    first image's commit when it is new, and the last image of such a key, new or old)."""
+    p = "__fr_" if name == "imgs" else f"{name}_"
     part = ", ".join(q(k) for k in log.key_columns)
     window = f"OVER (PARTITION BY {part} ORDER BY sequence__)"
+    first, take, last = "", "", ""
+    if added:
+        first = (
+            f", IF(first_value(old_new__) {window} = 'N', first_value(xid__) {window}, "
+            "CAST(NULL AS BIGINT)) AS __fr_added"
+        )
+        take, last = ", __fr_added", " OR (__fr_pos = __fr_n AND __fr_added IS NOT NULL)"
     return [
         f"{p}rng AS (SELECT {sel}, old_new__, sequence__, xid__ FROM {log.relation} WHERE {where})",
-        # Net change per key: its first old image and its last new image. One window
-        # (one sort) and one pass; a UNION ALL of two passes would read the log twice.
         f"{p}ranked AS (SELECT *, row_number() {window} AS __fr_pos, "
         f"count(1) OVER (PARTITION BY {part} ORDER BY sequence__ "
         "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS __fr_n, "
-        f"lag(old_new__) {window} AS __fr_prev FROM {p}rng)",
-        f"{name} AS (SELECT {sel}, IF(old_new__ = 'O', -1, 1) AS __fr_sign FROM {p}ranked "
+        f"lag(old_new__) {window} AS __fr_prev{first} FROM {p}rng)",
+        f"{name} AS (SELECT {sel}, IF(old_new__ = 'O', -1, 1) AS __fr_sign{take} FROM {p}ranked "
         f"WHERE {_added_key_guard(log)} AND ((__fr_pos = 1 AND old_new__ = 'O') OR "
-        "(__fr_pos = __fr_n AND old_new__ = 'N')))",
+        f"(__fr_pos = __fr_n AND old_new__ = 'N'){last}))",
     ]
+
+
+def added_log(source: Source) -> LogSource | None:
+    """``source`` when ``image_ctes(..., added=True)`` of it gives ``__fr_added``: a keyed
+    log's net images. (None: the master read by time travel holds both rows of a key two
+    rows share, and a key-less log names no key.)"""
+    return source if isinstance(source, LogSource) and source.key_columns else None
+
+
+def added_key_error(log: LogSource, keys: Sequence[str], added: str) -> str:
+    """``raise_error`` of a view row found holding a key a range's commit ``added`` (SQL:
+    ``__fr_added``) to ``log``'s master: the key had no row before the range, unless
+    another row of the master held it. Capture and the net window see only the rows of
+    the range, so a row added with the key of a row added before it, in a range an earlier
+    refresh consumed, is found only where the view still holds that row. ``keys``: the
+    key's values as SQL."""
+    master = log.master or log.log_table
+    return key_error_sql(master, keys, added, added_key_fix(master))
 
 
 def _added_key_guard(log: LogSource) -> str:

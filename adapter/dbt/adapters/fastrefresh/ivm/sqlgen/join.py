@@ -9,8 +9,14 @@ from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, JoinInput, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import pin_tables, read_from
-from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, cv_skip, image_ctes
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import (
+    FIRST_ADDED,
+    LogSource,
+    added_key_error,
+    cv_skip,
+    image_ctes,
+)
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import KeyGuard, Target, delete_insert, null, q
 from dbt.adapters.fastrefresh.sqltext import TableName
 
 
@@ -35,11 +41,33 @@ def join_merge(
     """
     keys = _changed_keys(plan, sources)
     changed = [(i, inp) for i, inp in enumerate(plan.inputs) if inp.master in keys.cte]
-    parts = _inserts(plan, target, changed, keys, pins)
-    old, match = _deletes(plan, target, changed, keys)
+    guard = _guard(changed, keys, sources)
+    parts = _inserts(plan, target, changed, keys, pins, guarded=guard is not None)
+    old, match = _deletes(plan, target, changed, keys, sources)
     ctes = [*keys.ctes, old]
     source = f"WITH {', '.join(ctes)} SELECT * FROM __fr_old UNION ALL " + " UNION ALL ".join(parts)
-    return delete_insert(plan, target, source, match)
+    return delete_insert(plan, target, source, match, guard=guard)
+
+
+def _guard(
+    changed: Sequence[tuple[int, JoinInput]], keys: _Keys, sources: Mapping[TableName, LogSource]
+) -> KeyGuard | None:
+    """When one input changed and its new rows are its log's images: its changed keys that
+    the range added check that the view holds no row of them (``render.KeyGuard``). A view
+    row holding such a key joined another row of the master with that key, which the
+    images leave out (the net change of a key is one row). Read from the master by time
+    travel, a key's rows are all there, so nothing is checked. Several inputs changed:
+    ``_deletes`` reads the view, and checks there."""
+    if len(changed) != 1 or changed[0][1].master not in keys.images:
+        return None
+    _, inp = changed[0]
+    log, columns = sources[inp.master], inp.key_view_columns
+
+    def error(alias: str) -> str:
+        values = [f"{alias}.{q(c)}" for c in columns]
+        return added_key_error(log, values, "s.__fr_added")
+
+    return KeyGuard(error)
 
 
 @dataclass
@@ -62,11 +90,20 @@ def _changed_keys(plan: ViewPlan, sources: Mapping[TableName, LogSource]) -> _Ke
         read = sorted(set(plan.columns_read_of(master)) | set(log.key_columns))
         keys = ", ".join(q(k) for k in log.key_columns)
         found.cte[master] = f"__fr_ck{m}"
-        found.ctes.append(
-            f"__fr_ck{m} AS (SELECT DISTINCT {keys}, TRUE AS __fr_hit FROM {log.relation} "
-            f"WHERE ({log.range_predicate}) AND {cv_skip(read, log)})"
-        )
-        if set(read) <= set(log.logged):
+        where = f"({log.range_predicate}) AND {cv_skip(read, log)}"
+        if not set(read) <= set(log.logged):
+            found.ctes.append(
+                f"__fr_ck{m} AS (SELECT DISTINCT {keys}, TRUE AS __fr_hit FROM {log.relation} "
+                f"WHERE {where})"
+            )
+        else:
+            # With the images, each key also carries the commit that added it when its
+            # first image in the range is new (``__fr_added``, ``_guard``): one aggregate,
+            # as DISTINCT is.
+            found.ctes.append(
+                f"__fr_ck{m} AS (SELECT {keys}, TRUE AS __fr_hit, {FIRST_ADDED} AS __fr_added "
+                f"FROM {log.relation} WHERE {where} GROUP BY {keys})"
+            )
             # The log holds what the view reads of this table: its changed rows as they are
             # now are the last new images in the range, so the master is not read for them.
             found.images[master] = f"__fr_img{m}"
@@ -93,9 +130,12 @@ def _inserts(
     changed: Sequence[tuple[int, JoinInput]],
     keys: _Keys,
     pins: Mapping[TableName, int | None],
+    *,
+    guarded: bool,
 ) -> list[str]:
     """The rows to insert: input i's part holds its changed keys and none of the changed
-    keys of the inputs before it, so no row is inserted twice."""
+    keys of the inputs before it, so no row is inserted twice. ``guarded``: the rows to
+    delete carry ``__fr_added`` (``_guard``), so these do too."""
     base = pin_tables(plan.query(), pins)
     extra = plan.hidden_selects()
     if extra:
@@ -125,14 +165,24 @@ def _inserts(
                 on=_key_match(before.alias, f"__fr_out{j}", before.key_columns),
                 join_type="left anti", copy=False,
             )  # fmt: skip
-        parts.append(f"SELECT {casts}, 'I' AS __fr_op FROM ({part.sql(dialect=DIALECT)}) __fr_p")
+        added = ", CAST(NULL AS BIGINT) AS __fr_added" if guarded else ""
+        parts.append(
+            f"SELECT {casts}, 'I' AS __fr_op{added} FROM ({part.sql(dialect=DIALECT)}) __fr_p"
+        )
     return parts
 
 
 def _deletes(
-    plan: ViewPlan, target: Target, changed: Sequence[tuple[int, JoinInput]], keys: _Keys
+    plan: ViewPlan,
+    target: Target,
+    changed: Sequence[tuple[int, JoinInput]],
+    keys: _Keys,
+    sources: Mapping[TableName, LogSource],
 ) -> tuple[str, str]:
-    """(The CTE ``__fr_old`` of the rows to delete, the MERGE's match on them)."""
+    """(The CTE ``__fr_old`` of the rows to delete, the MERGE's match on them). With
+    several inputs changed, a view row holding a key an input's range added (that input's
+    new rows its log's images) raises: another row of the master held that key
+    (``_guard``)."""
     types, cols = target.types, plan.view_columns
     if len(changed) == 1:
         # One input changed: its changed keys are the rows to delete, matched on its key
@@ -146,11 +196,15 @@ def _deletes(
             for c in cols
         )
         match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in pairs)
-        return f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {keys.cte[inp.master]})", match
+        op = "'D' AS __fr_op"
+        if inp.master in keys.images:
+            op = "IF(__fr_added IS NULL, 'D', 'C') AS __fr_op, __fr_added"
+        return f"__fr_old AS (SELECT {olds}, {op} FROM {keys.cte[inp.master]})", match
     # Several inputs changed: a row holding changed keys of two of them must be deleted
     # once, so the rows to delete are read from the view, each by its whole key.
-    hits = []
-    joins = []
+    hits: list[str] = []
+    joins: list[str] = []
+    guards: list[str] = []
     for i, inp in changed:
         hit_on = " AND ".join(
             f"v.{q(vc)} <=> __fr_h{i}.{q(k)}"
@@ -158,11 +212,16 @@ def _deletes(
         )
         joins.append(f"LEFT JOIN {keys.cte[inp.master]} __fr_h{i} ON {hit_on}")
         hits.append(f"__fr_h{i}.__fr_hit")
+        if inp.master in keys.images:
+            values = [f"v.{q(vc)}" for vc in inp.key_view_columns]
+            error = added_key_error(sources[inp.master], values, f"__fr_h{i}.__fr_added")
+            guards.append(f"IF(__fr_h{i}.__fr_added IS NULL, TRUE, CAST({error} AS BOOLEAN))")
+    hit = " OR ".join(hits)
     keyed = set(plan.key_view_columns)
     olds = ", ".join(f"v.{q(c)}" if c in keyed else f"{null(c, types)} AS {q(c)}" for c in cols)
     old = (
         f"__fr_old AS (SELECT {olds}, 'D' AS __fr_op FROM {target.view.sql} v {' '.join(joins)} "
-        f"WHERE {' OR '.join(hits)})"
+        f"WHERE {' AND '.join([*guards, f'({hit})' if guards else hit])})"
     )
     match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in dict.fromkeys(plan.key_view_columns))
     return old, match

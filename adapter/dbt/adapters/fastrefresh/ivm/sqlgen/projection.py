@@ -9,7 +9,8 @@ from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import not_ordinal
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import Target, delete_insert, null, q
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, added_key_error, changed_key_ops
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import KeyGuard, Target, delete_insert, null, q
 from dbt.adapters.fastrefresh.sqltext import holds_float, sign_key, string
 
 
@@ -20,12 +21,17 @@ def projection_keyed(
     *,
     filter: str | None = None,
     keys: str | None = None,
+    added: LogSource | None = None,
 ) -> str:
     """A keyed projection: a changed key's old image deletes its row, its new image (when
     it passes the filter) inserts the row again. ``filter``: the view's filter with the
     tables its subqueries read pinned (a semi-join's), instead of ``plan.filter``.
     ``keys``: the changed keys over ``ctes`` (``images.changed_keys``): the rows the
-    overwrite form deletes, read without the images' sort by key."""
+    overwrite form deletes, read without the images' sort by key (unless ``added``).
+    ``added``: the log whose images carry ``__fr_added`` (``images.added_log``): a key the
+    range added must have no row in the view, which only another row of the master can
+    have put there (``render.KeyGuard``); the overwrite form then finds the keys to
+    delete and those to check in one aggregate of the range (``keys`` unused)."""
     types = target.types
     alias = plan.alias
     key_exprs = {
@@ -49,15 +55,41 @@ def projection_keyed(
         f"SELECT {rows}, IF({alias}.__fr_sign = -1, 'D', 'I') AS __fr_op FROM imgs {alias} "
         f"WHERE {alias}.__fr_sign = -1 OR (TRUE{where})"
     )
+    guard = None
+    if added is not None:
+        changes, guard = _guarded(plan, rows, where, added)
     on = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in plan.key_view_columns)
+    names = ", ".join(
+        f"{q(k)} AS {q(vc)}" for k, vc in zip(plan.key_columns, plan.key_view_columns, strict=True)
+    )
     deleted = None
-    if keys is not None:
-        names = ", ".join(
-            f"{q(k)} AS {q(vc)}"
-            for k, vc in zip(plan.key_columns, plan.key_view_columns, strict=True)
-        )
+    if added is not None:  # the keys to delete and those to check, in one aggregate
+        deleted = f"SELECT {names}, __fr_op, __fr_added FROM ({changed_key_ops(added)})"
+    elif keys is not None:
         deleted = f"SELECT {names} FROM ({keys})"
-    return delete_insert(plan, target, changes, on, ctes=ctes, deleted=deleted)
+    return delete_insert(plan, target, changes, on, ctes=ctes, deleted=deleted, guard=guard)
+
+
+def _guarded(plan: ViewPlan, rows: str, where: str, added: LogSource) -> tuple[str, KeyGuard]:
+    """The keyed projection's changes with the rows that check (``render.KeyGuard``): the
+    last image of each key the range added (``__fr_added``) is read twice, once as the
+    check, whatever the filter and whether it is new or old, once as the insert it
+    would be anyway. (The filter may hold a subquery, which Spark allows in a WHERE
+    only; a generator doubles the rows in the one pass over the images.)"""
+    alias = plan.alias
+    changes = (
+        f"SELECT {rows}, {alias}.__fr_added, IF(__fr_check = 1, 'C', "
+        f"IF({alias}.__fr_sign = -1, 'D', 'I')) AS __fr_op FROM imgs {alias} "
+        f"LATERAL VIEW explode(IF({alias}.__fr_added IS NULL, array(0), array(0, 1))) "
+        f"__fr_twice AS __fr_check WHERE __fr_check = 1 OR ({alias}.__fr_sign = -1 AND "
+        f"{alias}.__fr_added IS NULL) OR ({alias}.__fr_sign = 1{where})"
+    )
+    columns = plan.key_view_columns
+
+    def error(view: str) -> str:
+        return added_key_error(added, [f"{view}.{q(c)}" for c in columns], "s.__fr_added")
+
+    return changes, KeyGuard(error)
 
 
 def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -47,6 +47,20 @@ class Merge:
     delete_when: str | None = None
     insert: Mapping[str, str] = field(default_factory=dict)
     insert_when: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyGuard:
+    """A delete-and-insert's source has rows, ``__fr_op`` ``'C'``, that check the view
+    holds no row of their key: a key its log's range added (the commit, ``__fr_added``),
+    which a view row can hold only if another row of the master held it too
+    (``images.added_key_error``). They are never inserted.
+
+    ``error``: ``raise_error`` of a matching ``'C'`` row, given the alias its key's values
+    are read from (``s``, or ``t``: a matching view row holds the same values).
+    """
+
+    error: Callable[[str], str]
 
 
 def q(name: str) -> str:
@@ -106,6 +120,7 @@ def delete_insert(
     *,
     ctes: Sequence[str] = (),
     deleted: str | None = None,
+    guard: KeyGuard | None = None,
 ) -> str:
     """Delete the view's rows that a ``'D'`` row of ``source`` (its ``__fr_op``) matches on
     ``on`` (over ``t``, the view, and ``s``), and insert its ``'I'`` rows: a MERGE, or
@@ -117,26 +132,56 @@ def delete_insert(
     SELECT over them of the view rows to delete (``on`` matches its rows as ``s``) in
     place of ``source``'s ``'D'`` rows: Spark computes a CTE once per reference, and a
     second pass over ``source`` repeats all its work where the ``'D'`` side may need
-    less (a keyed projection's: a scan of the range, without the sort by key)."""
+    less (a keyed projection's: a scan of the range, without the sort by key).
+
+    ``guard``: ``source`` has rows that check the view holds no row of their key
+    (``KeyGuard``); ``deleted``, when given, then holds them too, with its rows' ``__fr_op``
+    and ``__fr_added``. The MERGE matches them too, and a match raises: the match the MERGE
+    computes anyway, so the view is read no more. (Spark then checks that no view row
+    matches two source rows, which the unguarded MERGE, an unconditional delete, skips:
+    a key has a ``'C'`` row only where it has no ``'D'`` row.)"""
     cols = list(plan.view_columns)
     with_ctes = f"WITH {', '.join(ctes)} " if ctes else ""
     if not target.overwrite:
+        matched = "= 'D' WHEN MATCHED THEN DELETE"
+        if guard is not None:
+            matched = (
+                "IN ('D', 'C') WHEN MATCHED AND s.__fr_op = 'D' THEN DELETE "
+                f"WHEN MATCHED AND CAST({guard.error('s')} AS BOOLEAN) THEN DELETE"
+            )
         return (
             f"MERGE INTO {target.view.sql} t USING ({with_ctes}{source}) s ON {on} "
-            "AND s.__fr_op = 'D' WHEN MATCHED THEN DELETE "
-            f"WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
+            f"AND s.__fr_op {matched} WHEN NOT MATCHED AND s.__fr_op = 'I' THEN "
             f"{insert_clause(plan, {c: f's.{q(c)}' for c in cols})}"
         )
     plain = ", ".join(q(c) for c in cols)
     kept = ", ".join(f"t.{q(c)}" for c in cols)
-    if deleted is None:
-        deleted = "SELECT * FROM __fr_s WHERE __fr_op = 'D'"
     defined = ", ".join([*ctes, f"__fr_s AS ({source})"])
+    if guard is not None:
+        removed = _removed_or_raised(deleted, on, guard)
+    elif deleted is None:
+        removed = f"LEFT ANTI JOIN (SELECT * FROM __fr_s WHERE __fr_op = 'D') s ON {on}"
+    else:
+        removed = f"LEFT ANTI JOIN ({deleted}) s ON {on}"
     return (
         f"{replace_all(target.view)} SELECT {plain} FROM (WITH {defined} "
-        f"SELECT {kept} FROM {target.view.sql} t "
-        f"LEFT ANTI JOIN ({deleted}) s ON {on} "
+        f"SELECT {kept} FROM {target.view.sql} t {removed} "
         f"UNION ALL SELECT {plain} FROM __fr_s WHERE __fr_op = 'I')"
+    )
+
+
+def _removed_or_raised(deleted: str | None, on: str, guard: KeyGuard) -> str:
+    """The overwrite's anti join of the view ``t`` with the rows to delete and the rows
+    that check (``guard``), in one join: ``deleted``, which carries both (its ``__fr_op``
+    and ``__fr_added``), or ``__fr_s``'s own. A view row a ``'D'`` row matches is removed;
+    one a check matches raises, in the join's condition, which a hash join evaluates on
+    the rows of a matching key only. The error reads the key from ``t``, so no part of the
+    condition reads ``s`` alone, for Spark to push down to it and raise for every check."""
+    if deleted is None:
+        deleted = "SELECT * FROM __fr_s WHERE __fr_op IN ('D', 'C')"
+    return (
+        f"LEFT ANTI JOIN ({deleted}) s ON {on} AND IF(s.__fr_op = 'D', TRUE, "
+        f"CAST({guard.error('t')} AS BOOLEAN))"
     )
 
 

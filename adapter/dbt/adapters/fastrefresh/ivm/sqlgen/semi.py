@@ -17,7 +17,12 @@ from collections.abc import Mapping
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.semi import SemiJoin
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import complete_tree, pin_tables
-from dbt.adapters.fastrefresh.ivm.sqlgen.images import Source, changed_keys, image_ctes
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import (
+    Source,
+    added_log,
+    changed_keys,
+    image_ctes,
+)
 from dbt.adapters.fastrefresh.ivm.sqlgen.projection import projection_keyed
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import Merge, Target, null, operand, q, render
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -35,9 +40,10 @@ def semi_join(
     if not any(s.master in sources for s in plan.semis):
         where = pin_tables(plan.query(), pins).args.get("where")
         pinned = where.this.sql(dialect=DIALECT) if where is not None else None
-        ctes = image_ctes(plan, sources[outer], plan.columns_read)
+        added = added_log(sources[outer])
+        ctes = image_ctes(plan, sources[outer], plan.columns_read, added=added is not None)
         keys = changed_keys(sources[outer])
-        return projection_keyed(plan, target, ctes, filter=pinned, keys=keys)
+        return projection_keyed(plan, target, ctes, filter=pinned, keys=keys, added=added)
     return _recompute(plan, target, sources, pins=pins)
 
 
