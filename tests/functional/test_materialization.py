@@ -191,6 +191,10 @@ class TestFallbacksAndErrors(FastRefreshProject):
                 "select pid from {{ target.schema }}.t_mv",
                 tblproperties={"fast_refresh.view-state": "{}"},
             ),
+            "mv_typo.sql": model(
+                "select pid, row_number() over (order by pid) as rn from {{ target.schema }}.t_mv",
+                refresh_methd="fast",
+            ),
             "schema.yml": "version: 2\nmodels:\n  - name: mv_force\n    data_tests: [fast_refresh.equals_query, fast_refresh.is_fresh]\n",
         }
 
@@ -271,6 +275,12 @@ class TestFallbacksAndErrors(FastRefreshProject):
         _, out = run_dbt_and_capture(["run", "-s", "mv_bad_props"], expect_pass=False)
         assert "tblproperties sets 'fast_refresh.view-state'" in out and "Fix: remove it" in out
         assert not project.run_sql(f"show tables in {s} like 'mv_bad_props'", fetch="all")
+        # A misspelt config (dbt keeps it as the user's own) was ignored: this model, meant
+        # to fail as not fast-refreshable, was built under force.
+        _, out = run_dbt_and_capture(["run", "-s", "mv_typo"], expect_pass=False)
+        assert f"Model {s}.mv_typo: config 'refresh_methd' is not one dbt" in out, out
+        assert "Fix: write refresh_method" in out, out
+        assert not project.run_sql(f"show tables in {s} like 'mv_typo*'", fetch="all")
 
         project.run_sql(f"insert into {s}.t_mv values (21, 'shsnc')")
         _, out = run_dbt_and_capture(["run", "-s", "mv_force", "mv_fast", "mv_window_force"])

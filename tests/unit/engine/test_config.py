@@ -9,6 +9,7 @@ from dbt.adapters.fastrefresh.engine.config import (
     VIEW_PROPERTIES,
     ModelConfig,
     TableSpec,
+    check_config_names,
 )
 from dbt.adapters.fastrefresh.errors import FastRefreshError
 from dbt.adapters.fastrefresh.protocol.decisions import RefreshMethod
@@ -59,3 +60,41 @@ def test_on_schema_change_takes_dbts_four_values() -> None:
         ModelConfig.parse("s.v", on_schema_change="sometimes")
     assert "on_schema_change must be one of ignore, fail" in raised.value.msg
     assert "Fix: on_schema_change='sync_all_columns'" in raised.value.msg
+
+
+KNOWN = ("materialized", "schema", "refresh_method", "partition_by", "pre-hook", "tags")
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("refresh_methd", "refresh_method"),
+        ("refresh-method", "refresh_method"),
+        ("Refresh_Method", "refresh_method"),
+        ("refreshmethod", "refresh_method"),
+        ("refresh_mehtod", "refresh_method"),
+        ("mview_logs", "mview_log"),
+        ("tbl_properties", "tblproperties"),
+        ("partitionby", "partition_by"),
+        ("on_schema_chnage", "on_schema_change"),
+        ("bucket", "buckets"),
+    ],
+)
+def test_a_misspelt_config_is_refused_naming_the_one_it_means(key: str, meant: str) -> None:
+    with pytest.raises(FastRefreshError) as raised:
+        check_config_names("s.v", {"materialized": "fast_refresh", key: "x"}, KNOWN)
+    text = raised.value.msg
+    assert text.startswith(f"Model s.v: config {key!r} is not one dbt or dbt-fastrefresh"), text
+    assert f"leaving {meant} at its default. Fix: write {meant}" in text, text
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "refresh_method", "partition_by", "pre-hook", "partition_by_day", "my_refresh", "mview",
+        # read by the model, but no field dbt or dbt-spark declares
+        "tblproperties", "mview_log",
+    ],
+)  # fmt: skip
+def test_declared_configs_and_the_users_own_pass(key: str) -> None:
+    check_config_names("s.v", {key: 1, "tags": []}, KNOWN)

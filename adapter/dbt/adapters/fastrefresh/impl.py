@@ -21,7 +21,7 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt.adapters.fastrefresh import admin
 from dbt.adapters.fastrefresh.connections import FastrefreshConnectionManager
 from dbt.adapters.fastrefresh.engine import dbt_tables, dbt_views, inspection, refresh, seeds
-from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs
+from dbt.adapters.fastrefresh.engine.config import ModelConfig, ViewDocs, check_config_names
 from dbt.adapters.fastrefresh.engine.upstream import (
     model_relations,
     project_relations,
@@ -63,6 +63,15 @@ class FastrefreshConfig(SparkConfig):
     """
 
     refresh_method: str | None = None
+
+
+def _declared_configs() -> list[str]:
+    """The model configs dbt and this adapter declare (a node's config holds them all,
+    and the user's own besides)."""
+    from dbt.artifacts.resources.v1.model import ModelConfig as NodeConfig
+
+    fields = {*NodeConfig.__dataclass_fields__, *FastrefreshConfig.__dataclass_fields__}
+    return sorted({*(f for f in fields if not f.startswith("_")), "pre-hook", "post-hook"})
 
 
 class FastrefreshAdapter(SparkAdapter):
@@ -335,9 +344,11 @@ class FastrefreshAdapter(SparkAdapter):
             project: the root dbt project's name and the target's schema
                 (``<project_name>:<target.schema>``).
         """
+        where = str(TableName.parse(relation))
+        check_config_names(where, (model or {}).get("config") or {}, _declared_configs())
         upstream = upstream_of(model, graph) if model and graph else ()
         return ModelConfig.parse(
-            str(TableName.parse(relation)), refresh_method=refresh_method,
+            where, refresh_method=refresh_method,
             file_format=file_format, full_refresh=full_refresh, table_options=table_options,
             tblproperties=tblproperties, upstream=upstream, on_schema_change=on_schema_change,
             docs=ViewDocs.of(model), name=(model or {}).get("name"), empty=empty,

@@ -164,6 +164,50 @@ class ModelConfig:
 
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 
+# The configs a fast_refresh model reads. dbt keeps a config it does not know as the
+# user's own, so a misspelt one left the setting at its default without a word
+# (``refresh_methd: fast`` refreshed under ``force``).
+READ_CONFIGS = (
+    "refresh_method", "on_schema_change", "mview_log", "tblproperties", "file_format",
+    "partition_by", "clustered_by", "buckets", "location_root", "persist_docs", "contract",
+    "grants", "full_refresh",
+)  # fmt: skip
+
+
+def check_config_names(model: str, config: Mapping[str, object], known: Sequence[str]) -> None:
+    """Raise, naming the key and the config it likely means, when a key of ``config`` (a
+    model's, as dbt gives it) is no config dbt or an adapter declares (``known``) but is
+    a slip of one a fast_refresh model reads (``READ_CONFIGS``): one edit away (a letter
+    left out, added, changed or two swapped; ``-`` for ``_``; the case), two for a name
+    of more than eight letters. A user's own config further away is left alone."""
+    declared = {*known, *READ_CONFIGS}  # (tblproperties and mview_log are dbt's extras)
+    for key in config:
+        if key in declared:
+            continue
+        for meant in READ_CONFIGS:
+            if _edits(key.lower().replace("-", "_"), meant) <= (2 if len(meant) > 8 else 1):
+                raise FastRefreshError(
+                    f"Model {model}: config {key!r} is not one dbt or dbt-fastrefresh "
+                    f"knows, and a misspelt config is ignored, leaving {meant} at its "
+                    f"default. Fix: write {meant} (or, for a config of your own, a name "
+                    "further from it)."
+                )
+
+
+def _edits(a: str, b: str) -> int:
+    """The optimal string alignment distance of ``a`` and ``b``: the insertions,
+    deletions, substitutions and swaps of two neighbouring letters between them."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][len(b)]
+
 
 def _on_schema_change(where: str, value: object) -> str:
     text = str(value or "ignore").strip().lower()
