@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dbt.adapters.fastrefresh.ivm.analysis import ViewPlan
-from dbt.adapters.fastrefresh.ivm.sqlgen.render import q
+from dbt.adapters.fastrefresh.ivm.sqlgen.render import KeyGuard, q
 from dbt.adapters.fastrefresh.protocol import changevector as cv
 from dbt.adapters.fastrefresh.protocol.keys import added_key_fix, key_error_sql
 from dbt.adapters.fastrefresh.sqltext import TableName
@@ -85,6 +85,11 @@ def changed_key_ops(log: LogSource) -> str:
     )
 
 
+def _prefix(name: str) -> str:
+    """The prefix of the CTEs ``image_ctes(..., name)`` defines before ``name``."""
+    return "__fr_" if name == "imgs" else f"{name}_"
+
+
 def changed_keys(source: Source, name: str = "imgs") -> str | None:
     """A SELECT, over the CTEs ``image_ctes(..., name)`` (net) defines, of the keys of
     ``source`` that can have had a row before the range: on a keyed log, every key with an
@@ -95,7 +100,7 @@ def changed_keys(source: Source, name: str = "imgs") -> str | None:
     log = source.log if isinstance(source, MasterSource) else source
     if not log.key_columns:
         return None
-    p = "__fr_" if name == "imgs" else f"{name}_"
+    p = _prefix(name)
     keys = ", ".join(q(k) for k in log.key_columns)
     if isinstance(source, MasterSource):
         return f"SELECT {keys} FROM {p}keys"
@@ -139,7 +144,7 @@ def image_ctes(
     assert not added or (net and added_log(source) is not None), "no __fr_added to give"
     read = plan.columns_read if columns is None else columns
     cols = list(log.key_columns) + [c for c in read if c not in log.key_columns]
-    p = "__fr_" if name == "imgs" else f"{name}_"
+    p = _prefix(name)
     sel = ", ".join(q(c) for c in cols)
     where = f"({log.range_predicate}) AND {cv_skip(read, log)}"
     if isinstance(source, MasterSource):
@@ -172,7 +177,7 @@ def _net_ctes(log: LogSource, sel: str, where: str, name: str, *, added: bool) -
     first old image and its last new image. One window (one sort) and one pass; a UNION
     ALL of two passes would read the log twice. ``added``: with ``__fr_added`` (the
     first image's commit when it is new, and the last image of such a key, new or old)."""
-    p = "__fr_" if name == "imgs" else f"{name}_"
+    p = _prefix(name)
     part = ", ".join(q(k) for k in log.key_columns)
     window = f"OVER (PARTITION BY {part} ORDER BY sequence__)"
     first, take, last = "", "", ""
@@ -210,6 +215,17 @@ def added_key_error(log: LogSource, keys: Sequence[str], added: str) -> str:
     key's values as SQL."""
     master = log.master or log.log_table
     return key_error_sql(master, keys, added, added_key_fix(master))
+
+
+def added_key_guard(log: LogSource, columns: Sequence[str]) -> KeyGuard:
+    """The ``render.KeyGuard`` of a delta whose ``'C'`` rows carry the view's key
+    ``columns`` and the commit that added the key (``__fr_added``) to ``log``'s master."""
+
+    def error(alias: str) -> str:
+        values = [f"{alias}.{q(c)}" for c in columns]
+        return added_key_error(log, values, "s.__fr_added")
+
+    return KeyGuard(error)
 
 
 def _added_key_guard(log: LogSource) -> str:

@@ -13,6 +13,7 @@ from dbt.adapters.fastrefresh.ivm.sqlgen.images import (
     FIRST_ADDED,
     LogSource,
     added_key_error,
+    added_key_guard,
     cv_skip,
     image_ctes,
 )
@@ -61,13 +62,7 @@ def _guard(
     if len(changed) != 1 or changed[0][1].master not in keys.images:
         return None
     _, inp = changed[0]
-    log, columns = sources[inp.master], inp.key_view_columns
-
-    def error(alias: str) -> str:
-        values = [f"{alias}.{q(c)}" for c in columns]
-        return added_key_error(log, values, "s.__fr_added")
-
-    return KeyGuard(error)
+    return added_key_guard(sources[inp.master], inp.key_view_columns)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from dbt.adapters.fastrefresh.ivm.analysis import DIALECT, ViewPlan
 from dbt.adapters.fastrefresh.ivm.sqlgen.complete import not_ordinal
-from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, added_key_error, changed_key_ops
+from dbt.adapters.fastrefresh.ivm.sqlgen.images import LogSource, added_key_guard, changed_key_ops
 from dbt.adapters.fastrefresh.ivm.sqlgen.render import KeyGuard, Target, delete_insert, null, q
 from dbt.adapters.fastrefresh.sqltext import holds_float, sign_key, string
 
@@ -84,12 +84,7 @@ def _guarded(plan: ViewPlan, rows: str, where: str, added: LogSource) -> tuple[s
         f"__fr_twice AS __fr_check WHERE __fr_check = 1 OR ({alias}.__fr_sign = -1 AND "
         f"{alias}.__fr_added IS NULL) OR ({alias}.__fr_sign = 1{where})"
     )
-    columns = plan.key_view_columns
-
-    def error(view: str) -> str:
-        return added_key_error(added, [f"{view}.{q(c)}" for c in columns], "s.__fr_added")
-
-    return changes, KeyGuard(error)
+    return changes, added_key_guard(added, plan.key_view_columns)
 
 
 def projection_counted(plan: ViewPlan, target: Target, ctes: Sequence[str]) -> str:
