@@ -162,6 +162,32 @@ def lease_operations(spark: Any) -> list[tuple[str, str, Callable[[int], Any]]]:
     ]  # fmt: skip
 
 
+def file_operations(spark: Any, folder: Path) -> list[tuple[str, str, Callable[[int], Any]]]:
+    """One small file and its checksum file written through Hadoop's local file system,
+    and through the session's (``NioLocalFileSystem`` on the embedded default): what each
+    file of a commit costs beside its bytes."""
+    jvm = spark._jvm
+    fs = jvm.org.apache.hadoop.fs
+    hadoops = fs.LocalFileSystem()
+    hadoops.initialize(jvm.java.net.URI("file:///"), spark._jsc.hadoopConfiguration())
+    session = fs.FileSystem.getLocal(spark._jsc.hadoopConfiguration())
+
+    def write(system: Any, name: str) -> Callable[[int], Any]:
+        def run(i: int) -> None:
+            out = system.create(fs.Path(f"file://{folder}/{name}-{i}"), False)
+            out.write(b"x")
+            out.close()
+
+        return run
+
+    kind = session.getClass().getSimpleName()
+    return [
+        ("files", "a file written, Hadoop's `LocalFileSystem` (a `chmod` process each)",
+         write(hadoops, "hadoop")),
+        ("files", f"a file written, the session's `{kind}`", write(session, "session")),
+    ]  # fmt: skip
+
+
 def report(out: Path, results: list[tuple[str, str, list[float]]], minutes: float) -> None:
     lines = [
         "# Bookkeeping micro-benchmark",
@@ -183,16 +209,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "micro")
+    parser.add_argument(
+        "--hadoop-local-fs",
+        action="store_true",
+        help="run the session on Hadoop's local file system, which starts a `chmod` process "
+        "per file (the embedded default's before NioLocalFileSystem), to measure the change",
+    )
     args = parser.parse_args()
-    from dbt.adapters.fastrefresh.runtime.embedded import start_session
+    from dbt.adapters.fastrefresh.runtime.embedded import LOCAL_FS_KEY, start_session
 
     state = Path(tempfile.mkdtemp(prefix="fastrefresh-micro-"))
     started = time.perf_counter()
     try:
-        spark = start_session(state)
+        user = (
+            {LOCAL_FS_KEY: "org.apache.hadoop.fs.LocalFileSystem"} if args.hadoop_local_fs else {}
+        )
+        spark = start_session(state, user)
         spark.sparkContext.setLogLevel("ERROR")
         results = []
-        for group, label, fn in operations(spark) + lease_operations(spark):
+        files = file_operations(spark, state / "files")
+        for group, label, fn in operations(spark) + lease_operations(spark) + files:
             values = measure(args.repeats, fn)
             results.append((group, label, values))
             print(f"{group:10} {label:62} {statistics.median(values):8.1f} ms", flush=True)

@@ -6,8 +6,10 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from dbt.adapters.fastrefresh.runtime.embedded import (
     own_java_options,
     session_parameters,
 )
+from dbt.adapters.fastrefresh.runtime.jars import LOCAL_FS_CLASS
 from tests.jvm import short_lived_env
 
 
@@ -164,3 +167,72 @@ def test_a_second_process_loads_the_classes_the_first_archived(tmp_path: Path) -
     assert not class_cache.runs(java, f"-XX:SharedArchiveFile={truncated}")
     assert not class_cache.runs(java, f"-XX:ArchiveClassesAtExit={tmp_path}/x.jsa", "-Xshare:off")
     assert not list(Path.cwd().glob("hs_err_pid*")), "no crash report left behind"
+
+
+def processes_started(jvm: Any, folder: Path, action: Callable[[], None]) -> list[str]:
+    """The commands the driver JVM started while ``action`` ran (a flight recording of
+    its ``jdk.ProcessStart`` events)."""
+    recording = jvm.jdk.jfr.Recording()
+    recording.enable("jdk.ProcessStart")
+    recording.start()
+    try:
+        action()
+    finally:
+        recording.stop()
+    dump = jvm.java.io.File(str(folder / "processes.jfr")).toPath()
+    recording.dump(dump)
+    recording.close()
+    events = jvm.jdk.jfr.consumer.RecordingFile.readAllEvents(dump)
+    return [str(event.getString("command")) for event in events]
+
+
+def test_the_local_file_system_writes_what_hadoops_writes_without_a_process(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The session's ``file:`` file system is dbt-fastrefresh's (``with_local_fs``), and it
+    leaves on disk what Hadoop's own leaves: each file's and folder's permission bits, the
+    checksum file beside each file, the bytes; without the ``chmod`` process Hadoop's
+    starts for each. The sticky bit, which java.nio cannot set, takes Hadoop's way."""
+    jvm = spark._jvm
+    fs_ = jvm.org.apache.hadoop.fs
+    conf = spark._jsc.hadoopConfiguration()
+    ours = fs_.FileSystem.getLocal(conf)
+    assert ours.getClass().getName() == LOCAL_FS_CLASS
+    hadoops = fs_.LocalFileSystem()
+    hadoops.initialize(jvm.java.net.URI("file:///"), conf)
+
+    def write(fs: Any, root: Path) -> None:
+        for mode in (0o755, 0o700, 0o1777, 0o750):
+            assert fs.mkdirs(
+                fs_.Path(f"file://{root}/d{mode:o}/nested"), fs_.permission.FsPermission(mode)
+            )
+        for folder, mode in (("d1777", 0o1777), ("d700", 0o711)):  # no umask: as given
+            fs.setPermission(fs_.Path(f"file://{root}/{folder}"), fs_.permission.FsPermission(mode))
+        for mode in (0o644, 0o600, 0o640, 0o755):
+            path = fs_.Path(f"file://{root}/d755/f{mode:o}")
+            out = fs.create(path, fs_.permission.FsPermission(mode), False, 4096, 1, 1 << 20, None)
+            out.write(f"{mode}".encode())
+            out.close()
+        plain = fs.create(fs_.Path(f"file://{root}/d755/default"), False)
+        plain.write(b"x")
+        plain.close()
+
+    trees, started = {}, {}
+    for name, fs in (("ours", ours), ("hadoops", hadoops)):
+        root = tmp_path / name
+        started[name] = processes_started(jvm, tmp_path, functools.partial(write, fs, root))
+        trees[name] = {
+            str(p.relative_to(root)): (p.stat().st_mode, p.read_bytes() if p.is_file() else b"")
+            for p in sorted(root.rglob("*"))
+        }
+    assert trees["ours"] == trees["hadoops"]
+    assert ".f644.crc" in {Path(p).name for p in trees["ours"]}
+    modes = {p: oct(m & 0o7777) for p, (m, _) in trees["ours"].items()}
+    # mkdirs takes the umask's 022 off (and Hadoop's umask drops the sticky bit);
+    # setPermission sets the bits as given.
+    assert modes["d1777/nested"] == oct(0o755) and modes["d1777"] == oct(0o1777)
+    assert modes["d700/nested"] == oct(0o700) and modes["d700"] == oct(0o711)
+    assert modes["d755/f640"] == oct(0o640) and modes["d755/default"] == oct(0o644)
+    # Hadoop's: a process per folder made, per permission set, per file and checksum file.
+    assert len(started["hadoops"]) >= 8 + 2 + 10, started["hadoops"]
+    assert [c.split()[:2] for c in started["ours"]] == [["chmod", "1777"]], started["ours"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -84,6 +85,60 @@ def test_jars_go_after_the_users_own_jars() -> None:
     merged = embedded.with_jars({"spark.jars": "/opt/mine.jar"}, "/a.jar,/b.jar")
     assert merged["spark.jars"] == "/opt/mine.jar,/a.jar,/b.jar"
     assert embedded.with_jars(merged, "/a.jar,/b.jar") == merged
+
+
+@pytest.fixture
+def built_local_fs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``ensure_local_fs_jar`` answering with /cache/fs.jar; the list: the javas it was given."""
+    asked: list[str] = []
+
+    def ensure(java: str) -> tuple[Path | None, str]:
+        asked.append(java)
+        return Path("/cache/fs.jar"), ""
+
+    monkeypatch.setattr(embedded, "ensure_local_fs_jar", ensure)
+    return asked
+
+
+def test_a_local_master_gets_the_local_file_system_after_the_users_class_path(
+    built_local_fs: list[str],
+) -> None:
+    merged = embedded.with_local_fs(
+        {"spark.master": "local[*]", "spark.driver.extraClassPath": "/opt/mine.jar"}, "java"
+    )
+    assert merged["spark.hadoop.fs.file.impl"] == "dbt.fastrefresh.NioLocalFileSystem"
+    assert merged["spark.driver.extraClassPath"] == f"/opt/mine.jar{os.pathsep}/cache/fs.jar"
+    assert embedded.with_local_fs(merged, "java") == merged
+    assert built_local_fs == ["java"]  # the second call found the setting and built nothing
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"spark.master": "spark://host:7077"},  # executors elsewhere have no such jar
+        {"spark.master": "local[2]", "spark.hadoop.fs.file.impl": "org.example.MyFs"},
+    ],
+)
+def test_a_cluster_or_a_users_file_system_is_left_alone(
+    built_local_fs: list[str], settings: dict[str, str]
+) -> None:
+    assert embedded.with_local_fs(settings, "java") == settings
+    assert built_local_fs == []
+
+
+def test_a_local_file_system_that_cannot_be_built_is_told_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    warnings: list[str] = []
+    monkeypatch.setattr(embedded, "ensure_local_fs_jar", lambda java: (None, "Janino failed: x"))
+    monkeypatch.setattr(embedded.logger, "warning", warnings.append)
+    monkeypatch.setattr(embedded, "_local_fs_told", [])
+    settings = {"spark.master": "local[*]"}
+    assert embedded.with_local_fs(settings, "/usr/bin/java") == settings
+    assert embedded.with_local_fs(settings, "/usr/bin/java") == settings
+    assert len(warnings) == 1
+    assert "replacement could not be built: Janino failed: x" in warnings[0]
+    assert "Fix: " in warnings[0] and "spark.hadoop.fs.file.impl" in warnings[0]
 
 
 @pytest.mark.parametrize(

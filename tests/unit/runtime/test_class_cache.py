@@ -57,6 +57,24 @@ def test_the_first_process_writes_the_archive_and_later_ones_map_it(
     assert later.tmp is None and later.lock is None
 
 
+def test_a_jar_on_the_drivers_class_path_gives_another_archive(tmp_path: Path, java: str) -> None:
+    """The embedded default puts its local file system's jar on the driver's class path,
+    which HotSpot checks an archive against: a cache made without it is not taken."""
+    jar = tmp_path / "fs.jar"
+    jar.write_bytes(b"one")
+    plain = class_cache.archive_key(java, "")
+    with_jar = class_cache.archive_key(java, "", str(jar))
+    assert with_jar != plain
+    jar.write_bytes(b"rebuilt")  # another size: another archive
+    assert class_cache.archive_key(java, "", str(jar)) not in (plain, with_jar)
+    parameters = {**JARS, "spark.driver.extraClassPath": str(jar)}
+    decision = class_cache.decide(java, 17, parameters, tmp_path)
+    assert decision.tmp is not None and decision.tmp.name.startswith(
+        class_cache.archive_key(java, "", str(jar))
+    )
+    close(decision)
+
+
 @pytest.mark.parametrize(
     ("version", "user", "setting"),
     [

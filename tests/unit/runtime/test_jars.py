@@ -132,3 +132,75 @@ def test_missing_iceberg_wheel_names_the_fix(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(jars.JarError, match="pip install 'snowpark-connect-deps-iceberg"):
         jars.find_iceberg_runtime()
+
+
+# The embedded default's local file system, compiled by Janino (a real `java` runs here).
+
+
+def java_path() -> str:
+    import shutil
+
+    java = shutil.which("java")
+    assert java, "the test suite needs Java 17 (make check-java)"
+    return java
+
+
+def test_the_local_file_system_is_compiled_once_then_reused(tmp_path: Path) -> None:
+    jar, error = jars.ensure_local_fs_jar(java_path(), tmp_path)
+    assert error == "" and jar is not None
+    with zipfile.ZipFile(jar) as built:
+        names = sorted(built.namelist())
+        assert names == ["dbt/fastrefresh/NioLocalFileSystem$Raw.class",
+                         "dbt/fastrefresh/NioLocalFileSystem.class"]  # fmt: skip
+        # Janino writes Java 6 class files: any Java Spark 3.5 runs (8, 11, 17) loads them.
+        assert all(built.read(n)[:8] == b"\xca\xfe\xba\xbe\x00\x00\x00\x32" for n in names)
+    assert jars.LOCAL_FS_CLASS.replace(".", "/") + ".class" in names
+    stamp = jar.stat().st_mtime_ns
+    assert jars.ensure_local_fs_jar(java_path(), tmp_path) == (jar, "")
+    assert jar.stat().st_mtime_ns == stamp
+
+
+def test_the_local_file_system_is_compiled_again_from_a_changed_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "src" / jars.LOCAL_FS_SOURCE.name
+    source.parent.mkdir()
+    source.write_text(jars.LOCAL_FS_SOURCE.read_text())
+    monkeypatch.setattr(jars, "LOCAL_FS_SOURCE", source)
+    jar, _ = jars.ensure_local_fs_jar(java_path(), tmp_path)
+    assert jar is not None
+    first = zipfile.ZipFile(jar).read("dbt/fastrefresh/NioLocalFileSystem.class")
+    source.write_text(
+        source.read_text().replace("super(new Raw());", "super(new Raw());\n    int unused = 42;")
+    )
+    again, error = jars.ensure_local_fs_jar(java_path(), tmp_path)
+    assert (again, error) == (jar, "")
+    assert zipfile.ZipFile(jar).read("dbt/fastrefresh/NioLocalFileSystem.class") != first
+
+
+def test_a_source_that_does_not_compile_is_told_and_not_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / jars.LOCAL_FS_SOURCE.name
+    source.write_text(
+        jars.LOCAL_FS_SOURCE.read_text().replace("extends LocalFileSystem", "extends")
+    )
+    monkeypatch.setattr(jars, "LOCAL_FS_SOURCE", source)
+    jar, error = jars.ensure_local_fs_jar(java_path(), tmp_path)
+    manifest = tmp_path / f"jars-v{jars.RELOCATION_FORMAT}" / (jars.LOCAL_FS_JAR_NAME + ".json")
+    assert jar is None
+    assert error.startswith("Janino failed: ") and str(manifest) in error, error
+    assert "NioLocalFileSystem.java" in error  # Janino's message names the source
+
+    def no_build(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the failed build ran again")
+
+    monkeypatch.setattr(jars.subprocess, "run", no_build)
+    again, same = jars.ensure_local_fs_jar(java_path(), tmp_path)
+    assert again is None and "an earlier build's" in same and error.split(" (")[0] in same
+
+
+def test_a_java_that_does_not_run_leaves_the_local_file_system_unbuilt(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-java")
+    jar, error = jars.ensure_local_fs_jar(missing, tmp_path)
+    assert jar is None and error.startswith("Janino did not run: "), error

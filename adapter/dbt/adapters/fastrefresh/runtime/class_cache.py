@@ -72,13 +72,15 @@ class Decision:
     lock: IO[str] | None = None
 
 
-def archive_key(java: str, spark_jars: str) -> str:
+def archive_key(java: str, spark_jars: str, class_path: str = "") -> str:
     """The archive's name: a hash of the Java runtime and of every jar of the class path
-    (Spark's own and ``spark.jars``), each by path, size and modification time."""
+    (the driver's extra class path, Spark's own and ``spark.jars``), each by path, size
+    and modification time."""
     import pyspark
 
     digest = hashlib.sha256()
     paths = [Path(java).resolve()]
+    paths += [Path(p) for p in class_path.split(os.pathsep) if p]
     paths += sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
     paths += [Path(p) for p in spark_jars.split(",") if p]
     for path in paths:
@@ -107,7 +109,9 @@ def decide(
     named = setting and setting.lower() not in ("on", "1", "true", "yes")
     folder = folder or (Path(setting).expanduser() if named else None)
     folder = folder or default_cache_dir() / "jvm-classes"
-    key = archive_key(java, parameters.get("spark.jars", ""))
+    key = archive_key(
+        java, parameters.get("spark.jars", ""), parameters.get("spark.driver.extraClassPath", "")
+    )
     final = folder / f"{key}.jsa"
     if any(c.isspace() for c in str(final)):  # JVM options split on whitespace
         return Decision("")

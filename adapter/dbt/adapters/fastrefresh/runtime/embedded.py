@@ -25,10 +25,16 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks, no check
     fcntl = None  # type: ignore[assignment]
 
+from dbt.adapters.events.logging import AdapterLogger
+
 from dbt.adapters.fastrefresh.runtime import class_cache
 from dbt.adapters.fastrefresh.runtime.catalog import EMBEDDED_METASTORE_KEYS, SharedCatalog
 from dbt.adapters.fastrefresh.runtime.executor import EXCLUDED_RULES, with_safe_rules
-from dbt.adapters.fastrefresh.runtime.jars import ensure_iceberg_jars
+from dbt.adapters.fastrefresh.runtime.jars import (
+    LOCAL_FS_CLASS,
+    ensure_iceberg_jars,
+    ensure_local_fs_jar,
+)
 
 DEFAULT_STATE_DIR = ".fastrefresh"
 # The state folder is one process's at a time (its Derby metastore admits one JVM): the
@@ -199,6 +205,46 @@ def with_jars(parameters: Mapping[str, str], jars: str) -> dict[str, str]:
     return merged
 
 
+LOCAL_FS_KEY = "spark.hadoop.fs.file.impl"
+CLASS_PATH_KEY = "spark.driver.extraClassPath"
+_local_fs_told: list[str] = []
+logger = AdapterLogger("fastrefresh")
+
+
+def with_local_fs(parameters: Mapping[str, str], java: str) -> dict[str, str]:
+    """``parameters`` with Hadoop's local file system replaced by dbt-fastrefresh's
+    (``include/fastrefresh/java/NioLocalFileSystem.java``: the same, setting permissions
+    without a ``chmod`` process per file written), its jar on the driver's class path.
+
+    The class path, not ``spark.jars``: Spark's launcher reads local files (the jars it
+    is given among them) before ``spark.jars`` are loaded. So only for a ``local``
+    master, whose executors are the driver, and only when the settings name no local
+    file system of their own; when the jar cannot be built, the session keeps Hadoop's
+    and a warning says why, once per process.
+    """
+    merged = dict(parameters)
+    if LOCAL_FS_KEY in merged or not merged.get("spark.master", "").startswith("local"):
+        return merged
+    jar, error = ensure_local_fs_jar(java)
+    if jar is None:
+        if not _local_fs_told:
+            _local_fs_told.append(error)
+            logger.warning(
+                f"dbt-fastrefresh: Spark keeps Hadoop's local file system, which starts a "
+                f"`chmod` process for every file it writes (about 9 ms each), because its "
+                f"replacement could not be built: {error}. Fix: check that `{java}` runs and "
+                "that the jar cache (DBT_FASTREFRESH_CACHE_DIR) is writable, then delete "
+                f"the manifest named above to build it again; or set {LOCAL_FS_KEY} in "
+                "server_side_parameters to choose a file system."
+            )
+        return merged
+    path = merged.get(CLASS_PATH_KEY, "")
+    if str(jar) not in path.split(os.pathsep):
+        merged[CLASS_PATH_KEY] = os.pathsep.join(filter(None, (path, str(jar))))
+    merged[LOCAL_FS_KEY] = LOCAL_FS_CLASS
+    return merged
+
+
 def java_major_version(output: str) -> int | None:
     """Parse ``java -version`` output: ``"17.0.15"`` → 17, ``"1.8.0_392"`` → 8."""
     match = re.search(r'version "(\d+)(?:\.(\d+))?', output)
@@ -312,6 +358,7 @@ def prepare_embedded(
     if catalog is not None and catalog.jars:
         jars = ",".join((jars, *catalog.jars))
     final = own_java_options(with_jars(parameters, jars), os.environ)
+    final = with_local_fs(final, java)
     cache = class_cache.jvm_options(java, version, final)
     if cache and cache not in final.get("spark.driver.extraJavaOptions", ""):
         # Appended after the profile's and the defaults' options, as a user's would be.

@@ -10,6 +10,11 @@ classes only through those entries), and the service files are renamed likewise.
 
 The built jar is cached, with a manifest holding its SHA-256 and the identity of its
 inputs; it is rebuilt when missing, corrupt, or built from other inputs.
+
+The embedded default's local file system is built here too (``ensure_local_fs_jar``):
+Hadoop's, setting permissions without a ``chmod`` process per file
+(``include/fastrefresh/java/NioLocalFileSystem.java``), compiled at first use by Janino,
+the Java compiler in pyspark's jars, and cached the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import hashlib
 import json
 import os
 import struct
+import subprocess
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -237,7 +243,9 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _cache_is_valid(jar: Path, manifest: Path, inputs: list[dict[str, object]]) -> bool:
+def _cache_is_valid(
+    jar: Path, manifest: Path, inputs: list[dict[str, object]], version: int = RELOCATION_FORMAT
+) -> bool:
     if not jar.is_file() or not manifest.is_file():
         return False
     try:
@@ -245,7 +253,7 @@ def _cache_is_valid(jar: Path, manifest: Path, inputs: list[dict[str, object]]) 
     except (OSError, ValueError):
         return False
     return (
-        recorded.get("format") == RELOCATION_FORMAT
+        recorded.get("format") == version
         and recorded.get("inputs") == inputs
         and recorded.get("sha256") == _sha256(jar)
         and zipfile.is_zipfile(jar)
@@ -281,3 +289,93 @@ def ensure_iceberg_jars(cache_dir: Path | None = None) -> IcebergJars:
             "writable, or point DBT_FASTREFRESH_CACHE_DIR at a writable folder."
         ) from exc
     return IcebergJars(runtime, jar)
+
+
+# The embedded default's local file system (``include/fastrefresh/java``): its class, and
+# its jar in the cache, built by Janino from the source the package ships.
+LOCAL_FS_CLASS = "dbt.fastrefresh.NioLocalFileSystem"
+LOCAL_FS_SOURCE = (
+    Path(__file__).resolve().parents[3]
+    / "include"
+    / "fastrefresh"
+    / "java"
+    / "NioLocalFileSystem.java"
+)
+LOCAL_FS_JAR_NAME = "fastrefresh-local-fs.jar"
+LOCAL_FS_FORMAT = 1  # bump when the build changes
+JANINO_MAIN = "org.codehaus.commons.compiler.samples.CompilerDemo"  # Janino's javac
+
+
+def ensure_local_fs_jar(java: str, cache_dir: Path | None = None) -> tuple[Path | None, str]:
+    """The local file system's jar (built by ``java`` running Janino when missing or built
+    from other inputs) and ``""``; or None and why it cannot be built. A build that failed
+    is not tried again until an input changes (its error is kept in the manifest)."""
+    import pyspark
+
+    spark_jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    janino = [j for j in spark_jars if j.name.startswith(("janino-", "commons-compiler-"))]
+    if len(janino) != 2:
+        return None, "pyspark's Janino jars (janino, commons-compiler) are missing"
+    cache = (cache_dir or default_cache_dir()) / f"jars-v{RELOCATION_FORMAT}"
+    jar = cache / LOCAL_FS_JAR_NAME
+    manifest = cache / (LOCAL_FS_JAR_NAME + ".json")
+    try:
+        # The class is compiled against pyspark's Hadoop, and the Java that compiled it
+        # decides whether a failed build is tried again.
+        inputs = _inputs_identity([LOCAL_FS_SOURCE])
+        inputs.append({"pyspark": pyspark.__version__, "java": str(Path(java).resolve())})
+        if _cache_is_valid(jar, manifest, inputs, LOCAL_FS_FORMAT):
+            return jar, ""
+        with _file_lock(cache / ".lock"):
+            if _cache_is_valid(jar, manifest, inputs, LOCAL_FS_FORMAT):
+                return jar, ""
+            failed = _recorded_error(manifest, inputs)
+            if failed:
+                return None, f"{failed} (an earlier build's, kept in {manifest})"
+            manifest.unlink(missing_ok=True)
+            error = _compile_local_fs(java, janino, spark_jars, jar)
+            record: dict[str, object] = {"format": LOCAL_FS_FORMAT, "inputs": inputs}
+            record.update({"error": error} if error else {"sha256": _sha256(jar)})
+            tmp = manifest.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(record, indent=2))
+            os.replace(tmp, manifest)
+            return (None, f"{error} (kept in {manifest})") if error else (jar, "")
+    except OSError as exc:
+        return None, f"the jar cache {cache} cannot be written: {exc}"
+
+
+def _recorded_error(manifest: Path, inputs: list[dict[str, object]]) -> str:
+    """The error of an earlier build from the same ``inputs``, or ``""``."""
+    try:
+        recorded = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return ""
+    if recorded.get("format") == LOCAL_FS_FORMAT and recorded.get("inputs") == inputs:
+        return str(recorded.get("error") or "")
+    return ""
+
+
+def _compile_local_fs(java: str, janino: list[Path], spark_jars: list[Path], jar: Path) -> str:
+    """Compile ``LOCAL_FS_SOURCE`` with Janino into ``jar`` (atomically); ``""`` or why not."""
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=jar.parent, prefix=".build-") as build:
+        classes = Path(build) / "classes"
+        classes.mkdir()
+        command = [
+            java, "-cp", os.pathsep.join(map(str, janino)), JANINO_MAIN, "-d", str(classes),
+            "-classpath", os.pathsep.join(map(str, spark_jars)), str(LOCAL_FS_SOURCE),
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"Janino did not run: {exc}"
+        built = sorted(classes.rglob("*.class"))
+        if done.returncode != 0 or not built:
+            output = (done.stderr or done.stdout).strip().splitlines()
+            return f"Janino failed: {output[-1] if output else f'exit code {done.returncode}'}"
+        tmp = Path(build) / LOCAL_FS_JAR_NAME
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as out:
+            for path in built:
+                out.write(path, path.relative_to(classes).as_posix())
+        os.replace(tmp, jar)
+    return ""
