@@ -1,7 +1,8 @@
 {#-
   dbt run-operation fast_refresh.doctor
-  Prints what the connection runs on: adapter, Spark version, session catalog, and
-  whether Iceberg answers. Fails with the fix when Iceberg is not usable.
+  Prints what the connection runs on: adapter, Spark version, session catalog, the file
+  system of local files (Hadoop's unless the session sets one: the embedded default's is
+  dbt.fastrefresh.NioLocalFileSystem), and whether Iceberg answers. Fails with the fix when Iceberg is not usable.
 -#}
 {% macro doctor() %}
   {{ return(adapter.dispatch('doctor', 'fast_refresh')()) }}
@@ -18,6 +19,8 @@
   {{ log("adapter:        " ~ adapter.type(), info=true) }}
   {{ log("spark version:  " ~ version, info=true) }}
   {{ log("spark_catalog:  " ~ catalog, info=true) }}
+  {% set files = run_query("set spark.hadoop.fs.file.impl").columns[1].values()[0] %}
+  {{ log("local files:    " ~ ("Hadoop's" if files == '<undefined>' else files), info=true) }}
   {% if 'iceberg' not in (catalog | lower) %}
     {{ exceptions.raise_compiler_error(
         "Iceberg is not configured: spark.sql.catalog.spark_catalog is '" ~ catalog ~ "'. "

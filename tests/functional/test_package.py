@@ -24,4 +24,5 @@ class TestPackageInstallsFromPackagesYml:
         assert "adapter:        fastrefresh" in output
         assert "spark version:  3.5" in output
         assert "org.apache.iceberg.spark.SparkSessionCatalog" in output
+        assert "local files:    dbt.fastrefresh.NioLocalFileSystem" in output
         assert "iceberg:        OK" in output
