@@ -231,7 +231,7 @@ def with_local_fs(parameters: Mapping[str, str], java: str) -> dict[str, str]:
             _local_fs_told.append(error)
             logger.warning(
                 f"dbt-fastrefresh: Spark keeps Hadoop's local file system, which starts a "
-                f"`chmod` process for every file it writes (about 9 ms each), because its "
+                f"`chmod` process for every file it writes (about 8 ms a file), because its "
                 f"replacement could not be built: {error}. Fix: check that `{java}` runs and "
                 "that the jar cache (DBT_FASTREFRESH_CACHE_DIR) is writable, then delete "
                 f"the manifest named above to build it again; or set {LOCAL_FS_KEY} in "

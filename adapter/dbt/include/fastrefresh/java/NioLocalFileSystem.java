@@ -6,7 +6,7 @@
  * and without Hadoop's native library (pyspark ships none) it does so by starting a
  * `chmod` process. Through its checksum files Hadoop's LocalFileSystem writes two files
  * per file, so each Iceberg commit (a data file, manifests, a manifest list, a metadata
- * file) started 8-12 processes, about 9 ms each on 2 cores. This is the same file system
+ * file) started 8-12 processes, about 8 ms a file on 2 cores. This is the same file system
  * (LocalFileSystem over RawLocalFileSystem, with its checksum files), setting the same
  * permissions through java.nio (docs/bookkeeping.md, "Files without processes").
  *
