@@ -76,7 +76,7 @@ test-cluster: check-java $(STAMP)
 	  -k "not every_change_kind" $(CLUSTER_TESTS)
 
 # The benchmark harness (benchmarks/bench.py): results under benchmarks/results/full
-# (38 minutes on 2 cores, measured 2026-11-29)
+# (38 minutes on 2 cores, measured 2026-11-29; 52 minutes on 2026-12-07's slower machine)
 # or benchmarks/results/quick (5-6 minutes: no shared scenario, small masters).
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/bench.py
