@@ -2,7 +2,8 @@
   dbt run-operation fast_refresh.doctor
   Prints what the connection runs on: adapter, Spark version, session catalog, the file
   system of local files (Hadoop's unless the session sets one: the embedded default's is
-  dbt.fastrefresh.NioLocalFileSystem), and whether Iceberg answers. Fails with the fix when Iceberg is not usable.
+  dbt.fastrefresh.NioLocalFileSystem), and whether Iceberg answers. Fails with the fix
+  when Iceberg is not usable.
 -#}
 {% macro doctor() %}
   {{ return(adapter.dispatch('doctor', 'fast_refresh')()) }}
