@@ -243,15 +243,28 @@ def _file_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _read_manifest(manifest: Path) -> dict[str, object]:
+    """A cached jar's manifest (empty when missing or unreadable)."""
+    try:
+        recorded = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def _write_manifest(manifest: Path, record: dict[str, object]) -> None:
+    """Replace a cached jar's manifest atomically."""
+    tmp = manifest.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, manifest)
+
+
 def _cache_is_valid(
     jar: Path, manifest: Path, inputs: list[dict[str, object]], version: int = RELOCATION_FORMAT
 ) -> bool:
     if not jar.is_file() or not manifest.is_file():
         return False
-    try:
-        recorded = json.loads(manifest.read_text())
-    except (OSError, ValueError):
-        return False
+    recorded = _read_manifest(manifest)
     return (
         recorded.get("format") == version
         and recorded.get("inputs") == inputs
@@ -280,9 +293,7 @@ def ensure_iceberg_jars(cache_dir: Path | None = None) -> IcebergJars:
                 manifest.unlink(missing_ok=True)
                 build_relocated_jar(sources, jar)
                 record = {"format": RELOCATION_FORMAT, "inputs": inputs, "sha256": _sha256(jar)}
-                tmp = manifest.with_suffix(".json.tmp")
-                tmp.write_text(json.dumps(record, indent=2))
-                os.replace(tmp, manifest)
+                _write_manifest(manifest, record)
     except OSError as exc:
         raise JarError(
             f"Cannot build the relocated Jackson jar in {cache}: {exc}. Fix: make that folder "
@@ -336,9 +347,7 @@ def ensure_local_fs_jar(java: str, cache_dir: Path | None = None) -> tuple[Path 
             error = _compile_local_fs(java, janino, spark_jars, jar)
             record: dict[str, object] = {"format": LOCAL_FS_FORMAT, "inputs": inputs}
             record.update({"error": error} if error else {"sha256": _sha256(jar)})
-            tmp = manifest.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(record, indent=2))
-            os.replace(tmp, manifest)
+            _write_manifest(manifest, record)
             return (None, f"{error} (kept in {manifest})") if error else (jar, "")
     except OSError as exc:
         return None, f"the jar cache {cache} cannot be written: {exc}"
@@ -346,10 +355,7 @@ def ensure_local_fs_jar(java: str, cache_dir: Path | None = None) -> tuple[Path 
 
 def _recorded_error(manifest: Path, inputs: list[dict[str, object]]) -> str:
     """The error of an earlier build from the same ``inputs``, or ``""``."""
-    try:
-        recorded = json.loads(manifest.read_text())
-    except (OSError, ValueError):
-        return ""
+    recorded = _read_manifest(manifest)
     if recorded.get("format") == LOCAL_FS_FORMAT and recorded.get("inputs") == inputs:
         return str(recorded.get("error") or "")
     return ""
