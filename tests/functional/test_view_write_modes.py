@@ -141,14 +141,16 @@ def test_a_refresh_that_empties_a_view_empties_it_under_dynamic_overwrite(
 
 
 @pytest.mark.parametrize("path", ["java", "sql"])
-def test_a_view_takes_its_delta_in_one_statement_while_it_has_few_files(
-    spark: Any, path: str
+def test_a_view_takes_its_delta_in_one_statement_while_it_is_small(
+    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A copy-on-write view of at most ``OVERWRITE_MAX_FILES`` data files takes its delta
-    as one statement replacing it, a larger one as a MERGE, on both paths. The Java path
-    reads the count from the current snapshot's summary; the SQL path reads it after each
-    commit (one ``.snapshots`` query) while the view may be small, and keeps it in the
-    view's state: a view it found large stays so, unread, until a complete refresh."""
+    """A copy-on-write view of at most ``OVERWRITE_MAX_FILES`` data files, or of at most
+    ``OVERWRITE_MAX_BYTES``, takes its delta as one statement replacing it, a larger one
+    as a MERGE, on both paths. The Java path reads the count and size from the current
+    snapshot's summary; the SQL path reads them after each commit (one ``.snapshots``
+    query) while the view may be small, and keeps them in the view's state: a view it
+    found large stays so, unread, until a complete refresh. (A view of more bytes than
+    the threshold would take seconds to build here: the test lowers the threshold.)"""
     schema = f"{SCHEMA}_files_{path}"
     env = keyed_master_with_log(spark, schema, rows=20, groups=1, path=path)  # g = 0 only
     view, storage = TableName(schema, "part_v"), TableName(schema, "part_v__fr_data")
@@ -188,7 +190,17 @@ def test_a_view_takes_its_delta_in_one_statement_while_it_has_few_files(
     ran = step(f"INSERT INTO {schema}.m VALUES (100, 1, 1), (101, 2, 1)")
     assert any(replace_all(storage) in s for s in ran), "the one-statement delta"
     assert counted(ran) is (path == "sql"), "the SQL path reads the count after it"
-    assert data_files() == 3 and not choice()
+    # Three files of a few hundred bytes: still one statement, which writes three again.
+    assert data_files() == 3 and choice()
+    ran = step(f"UPDATE {schema}.m SET x = 5 WHERE k = 101")
+    assert any(replace_all(storage) in s for s in ran), "the one-statement delta"
+    assert counted(ran) is (path == "sql")
+    assert data_files() == 3 and choice()
+    # Were those bytes more than a one-statement delta suits, it is large.
+    size = refresh.load_view(env, view)
+    assert size is not None and size.data_bytes is not None and size.data_bytes > 0
+    monkeypatch.setattr(refresh, "OVERWRITE_MAX_BYTES", size.data_bytes // 2)
+    assert not choice()
     ran = step(f"UPDATE {schema}.m SET x = 2 WHERE k = 100")
     assert any("MERGE INTO" in s for s in ran) and not counted(ran)
     # Back to one file: the Java path sees it; the SQL path keeps the view large, unread.

@@ -400,3 +400,27 @@ def test_a_rows_error_is_told_from_the_statements_and_the_clusters() -> None:
     assert _row_error("[DIVIDE_BY_ZERO] Division by zero. (while constant folding)") is None
     long = _row_error(task.format(divide + " " + "x" * 400))
     assert long is not None and len(long) == 300 and long.endswith("...")
+
+
+def test_a_copy_on_write_view_takes_one_statement_while_it_has_few_files_or_bytes() -> None:
+    import dataclasses
+
+    from dbt.adapters.fastrefresh.engine import refresh as r
+    from dbt.adapters.fastrefresh.protocol.state import ViewConfig, ViewState
+
+    config = ViewConfig("select 1", "q", "h", "projection", (), "", T0)
+    meta = TableMeta(V, True, "iceberg", (), 42, {})
+    small = r.ViewRecord(meta, config, ViewState("force", "FAST", T1, None), Found("{}", 42, True))
+    mb = 1 << 20
+
+    def overwrites(files: int | None, size: int | None, cfg: ViewConfig = config) -> bool:
+        record = dataclasses.replace(small, config=cfg, data_files=files, data_bytes=size)
+        return r.overwrites(record)
+
+    most = r.OVERWRITE_MAX_BYTES
+    assert overwrites(r.OVERWRITE_MAX_FILES, 900 * mb), "two files: a MERGE rewrites both"
+    assert overwrites(40, most) and not overwrites(40, most + 1)
+    assert not overwrites(3, None), "a size not known (an older SQL-path state): by files"
+    assert not overwrites(None, 1), "nothing known: a MERGE"
+    mor = dataclasses.replace(config, table_properties={"write.merge.mode": "merge-on-read"})
+    assert not overwrites(1, 1, mor), "a merge-on-read MERGE rewrites nothing"

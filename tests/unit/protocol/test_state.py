@@ -71,7 +71,8 @@ def test_states_round_trip_through_json() -> None:
     filled = vstate.replace(filled=("s.t",))
     assert ViewState.from_json(filled.to_json()) == filled
     assert "data_files" not in vstate.to_json()  # written by the SQL path alone
-    counted = vstate.replace(snapshot=7, data_files=3)
+    assert "data_bytes" not in vstate.to_json()
+    counted = vstate.replace(snapshot=7, data_files=3, data_bytes=4096)
     assert ViewState.from_json(counted.to_json()) == counted
 
 

@@ -30,6 +30,7 @@ from dbt.adapters.fastrefresh.sqltext import TableName
 # Snapshot summary entries a reader needs besides the protocol's own keys.
 SUMMARY_STATS = (
     "total-data-files",
+    "total-files-size",
     "added-records",
     "total-records",
     "total-delete-files",
@@ -69,6 +70,11 @@ class SnapshotInfo:
     @property
     def data_files(self) -> int | None:
         return self.count("total-data-files")
+
+    @property
+    def data_bytes(self) -> int | None:
+        """The size of the table's data and delete files at this snapshot."""
+        return self.count("total-files-size")
 
     @property
     def rewritten(self) -> tuple[int, int]:

@@ -405,6 +405,9 @@ class ViewState:
     # after its commit (``refresh.commit_view``), or, for a view found larger than a
     # one-statement delta suits, as read at an earlier one (None: not read).
     data_files: int | None = None
+    # Their size in bytes, read with the count (None: not read, or a state written before
+    # it was kept).
+    data_bytes: int | None = None
     # The session's time zone its rows were computed in, for a view whose query reads it
     # (``ivm/zones.py``; None: its rows are the same in every zone, or a view refreshed
     # before this was recorded): a refresh in another zone rebuilds the view.
@@ -425,6 +428,7 @@ class ViewState:
                 "snapshot": self.snapshot,
                 **({"filled": list(self.filled)} if self.filled else {}),
                 **({"data_files": self.data_files} if self.data_files is not None else {}),
+                **({"data_bytes": self.data_bytes} if self.data_bytes is not None else {}),
                 **({"time_zone": self.time_zone} if self.time_zone is not None else {}),
             }
         )
@@ -445,6 +449,7 @@ class ViewState:
             snapshot=d.get("snapshot"),
             filled=tuple(d.get("filled", ())),
             data_files=d.get("data_files"),
+            data_bytes=d.get("data_bytes"),
             time_zone=d.get("time_zone"),
         )
 
