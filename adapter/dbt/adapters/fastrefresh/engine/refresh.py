@@ -1948,13 +1948,12 @@ class _Refresh:
         state = self._new_state(RefreshType.FAST, None, pins, record.state.last_fallback_reason)
         rows = rows_read([record.meta, *(m.meta for m in self.masters)], log_rows)
         # A view known to be large stays so for the SQL path until it is rebuilt: its count
-        # goes on in its state, unread (reading it after each MERGE would cost more than
-        # the one-statement delta saves the view that shrinks).
+        # and size go on in its state, unread (reading them after each MERGE would cost
+        # more than the one-statement delta saves the view that shrinks).
         commit_view(
             self.env, self.storage, statement, state, fault="apply.after_merge", view=self.view,
             rows=rows, count_files=not record.large and copy_on_write(record.config),
-            known_files=record.data_files if record.large else None,
-            known_bytes=record.data_bytes if record.large else None,
+            known=(record.data_files, record.data_bytes) if record.large else (None, None),
         )  # fmt: skip
         return log_rows, False
 
@@ -2099,7 +2098,7 @@ def _required_keys(
 def commit_view(
     env: Env, storage: TableName, statement: str, state: ViewState, *, fault: str,
     view: TableName, rows: int | None = None, count_files: bool = False,
-    known_files: int | None = None, known_bytes: int | None = None,
+    known: tuple[int | None, int | None] = (None, None),
 ) -> None:  # fmt: skip
     """Run ``statement`` (the view's MERGE or rebuild of its ``storage`` table) with the
     view's new ``state``: in the commit's snapshot summary where the path can, else as a
@@ -2109,7 +2108,7 @@ def commit_view(
     property's state also gives the table's data files and their size at the new
     snapshot, read from its summary (one ``.snapshots`` query), for the next refresh's
     choice of statement (``overwrites``; the Java path reads the summary at that refresh
-    for nothing); else it keeps ``known_files`` and ``known_bytes``, read before."""
+    for nothing); else it keeps ``known``, the count and size read before."""
     env.check_leases([f"view:{view}"])
     with env.tables.summary({VIEW_STATE: state.to_json()}) as attached, env.sql.small(rows):
         env.sql.execute(statement)
@@ -2119,7 +2118,7 @@ def commit_view(
     env.check_leases([f"view:{view}"])
     meta = env.tables.load_state(storage)
     current = meta.current_snapshot if meta else None
-    files, size = known_files, known_bytes
+    files, size = known
     if count_files:
         info = env.tables.history(storage).get(current) if current is not None else None
         files, size = (info.data_files, info.data_bytes) if info else (None, None)
