@@ -68,3 +68,11 @@ def test_upkeep_expiry_statement_keeps_the_young_and_the_last() -> None:
         "CALL system.expire_snapshots(table => 'reg.registry', "
         "older_than => TIMESTAMP'2026-01-02 03:04:05.000006+00:00', retain_last => 10)"
     )
+
+
+def test_the_registry_packing_statement_names_the_table() -> None:
+    from dbt.adapters.fastrefresh.sqltext import pack_sql
+
+    assert pack_sql(TableName("reg", "registry")) == (
+        "CALL system.rewrite_data_files(table => 'reg.registry')"
+    )

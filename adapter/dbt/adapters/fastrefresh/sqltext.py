@@ -42,6 +42,13 @@ def expire_sql(table: TableName, older_than: dt.datetime, keep_last: int) -> str
     )
 
 
+def pack_sql(table: TableName) -> str:
+    """The ``rewrite_data_files`` call that packs ``table``'s small data files into files
+    of Iceberg's target size (pure): its default bin-pack, which leaves the table alone
+    while fewer than five files are small enough to pack."""
+    return f"CALL system.rewrite_data_files(table => {string(f'{table.schema}.{table.table}')})"
+
+
 def replace_all(table: TableName) -> str:
     """The head of a statement replacing every row of ``table`` with its query's rows.
 

@@ -67,6 +67,7 @@ from dbt.adapters.fastrefresh.sqltext import (
     ident,
     literal,
     log_table_for,
+    pack_sql,
     string,
     timestamp,
     view_of,
@@ -588,10 +589,10 @@ def last_refresh(
 
 def _compact_when_due(env: Env) -> None:
     """Every ``COMPACT_EVERY`` publishes, delete the state rows newer ones replaced, and
-    the history rows older than ``env.history_days`` (``compaction_sql``). The count
-    starts at a random point of the cycle (``upkeep.start``): a ``dbt run`` is a process
-    that publishes once, so the registry is compacted once per ``COMPACT_EVERY``
-    publishes on average, across processes."""
+    the history rows older than ``env.history_days`` (``compaction_sql``), then pack the
+    table's small files (``_pack``). The count starts at a random point of the cycle
+    (``upkeep.start``): a ``dbt run`` is a process that publishes once, so the registry
+    is compacted once per ``COMPACT_EVERY`` publishes on average, across processes."""
     key = f"publish:{env.registry}"
     counts = env.runtime.commits
     count = (counts[key] if key in counts else upkeep.start(COMPACT_EVERY)) + 1
@@ -609,6 +610,31 @@ def _compact_when_due(env: Env) -> None:
         )
         return
     env.upkeep_commit(table(env))
+    _pack(env)
+
+
+def _pack(env: Env) -> None:
+    """Pack the registry table's small files into one (``sqltext.pack_sql``). Each publish
+    appends a file, and the compaction's ``MERGE`` writes the rows it kept of the files
+    it deleted from into one file per task of its scan, while the files it did not touch
+    stay (history rows live ``env.history_days``): over a benchmark run of 47 minutes the
+    table reached 184 files of 1,219 rows in all, and a read of a registry view took
+    0.66 s, against 0.25 s once the files were packed into one (the packing 1.3 s, once
+    per ``COMPACT_EVERY`` publishes). Housekeeping like the compaction: a failure (another
+    process's compaction deleted from the same files) is logged, and the next compaction
+    packs them."""
+    try:
+        packed = env.sql.query(pack_sql(table(env)))
+    except Exception as exc:
+        logger.warning(
+            f"dbt-fastrefresh could not pack the files of the registry table {table(env)}: "
+            f"{exc}. What was published stays; the next compaction tries again. Fix: none "
+            f"needed unless it repeats; then run CALL system.rewrite_data_files(table => "
+            f"'{table(env)}') and check that the warehouse is writable."
+        )
+        return
+    if packed and int(packed[0][0] or 0):  # rewritten_data_files_count: it committed
+        env.upkeep_commit(table(env))
 
 
 def compaction_sql(env: Env) -> str:
