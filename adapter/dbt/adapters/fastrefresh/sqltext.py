@@ -37,7 +37,7 @@ def instant(value: dt.datetime) -> str:
 def expire_sql(table: TableName, older_than: dt.datetime, keep_last: int) -> str:
     """The ``expire_snapshots`` call (pure). ``older_than`` is naive UTC."""
     return (
-        f"CALL system.expire_snapshots(table => {string(f'{table.schema}.{table.table}')}, "
+        f"CALL system.expire_snapshots(table => {string(str(table))}, "
         f"older_than => {instant(older_than)}, retain_last => {int(keep_last)})"
     )
 
@@ -46,7 +46,7 @@ def pack_sql(table: TableName) -> str:
     """The ``rewrite_data_files`` call that packs ``table``'s small data files into files
     of Iceberg's target size (pure): its default bin-pack, which leaves the table alone
     while fewer than five files are small enough to pack."""
-    return f"CALL system.rewrite_data_files(table => {string(f'{table.schema}.{table.table}')})"
+    return f"CALL system.rewrite_data_files(table => {string(str(table))})"
 
 
 def replace_all(table: TableName) -> str:

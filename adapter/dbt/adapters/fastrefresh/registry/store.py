@@ -629,8 +629,8 @@ def _pack(env: Env) -> None:
         logger.warning(
             f"dbt-fastrefresh could not pack the files of the registry table {table(env)}: "
             f"{exc}. What was published stays; the next compaction tries again. Fix: none "
-            f"needed unless it repeats; then run CALL system.rewrite_data_files(table => "
-            f"'{table(env)}') and check that the warehouse is writable."
+            f"needed unless it repeats; then run {pack_sql(table(env))} and check that the "
+            "warehouse is writable."
         )
         return
     if packed and int(packed[0][0] or 0):  # rewritten_data_files_count: it committed
