@@ -61,7 +61,7 @@ class TestDeferredUpstream(FastRefreshProject):
             return out
 
         # Production runs `a` alone: nothing reads it there, so it has no log.
-        ok, out = run_and_capture(["run", "-s", "a"])
+        ok, out = run_and_capture(["run", "--write-json", "-s", "a"])  # its manifest is the state
         assert ok, out
         state = Path(project.project_root) / "prod_state"
         state.mkdir()

@@ -152,7 +152,9 @@ class TestGovernance(FastRefreshProject):
         run_dbt_and_capture(["run", "-s", "strict", "contracted"], expect_pass=True)
         write_file(fr("select id, name from {{ source('app', 'people') }}",
                       refresh_method="fastest"), models, "evolving.sql")  # fmt: skip
-        run_dbt_and_capture(["run", "-s", "evolving", "documented"], expect_pass=False)
+        run_dbt_and_capture(
+            ["run", "--write-json", "-s", "evolving", "documented"], expect_pass=False
+        )
         write_file(fr("select id, name, team from {{ source('app', 'people') }}"),
                    models, "evolving.sql")  # fmt: skip
         _, out = run_dbt_and_capture(["retry"])
