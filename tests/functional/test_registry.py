@@ -56,6 +56,43 @@ def _tables(spark: Any, schema: str) -> set[str]:
     return names
 
 
+@pytest.mark.parametrize("path", ["java", "sql"])
+def test_ensure_creates_a_missing_schema_and_lists_a_present_one_alone(
+    spark: Any, path: str
+) -> None:
+    """``ensure_registry`` (every dbt run's start hook) on a registry that is there runs its
+    two listings and, on the SQL path, reads the version property: no CREATE SCHEMA (the
+    listings fail without the schema, which is then created), and on the Java path no
+    statement for the version (Iceberg's Java API reads it)."""
+    schema = f"reg_listed_{path}"
+    env = env_for(spark, schema, path)
+    statements: list[str] = []
+    query, execute = env.sql.query, env.sql.execute
+
+    def recorded(run: Any) -> Any:
+        def call(sql: str) -> Any:
+            statements.append(sql.split()[0] + " " + sql.split()[1])
+            return run(sql)
+
+        return call
+
+    env.sql.query, env.sql.execute = recorded(query), recorded(execute)  # type: ignore[method-assign]
+    registry.ensure(env, again=True)
+    assert _tables(spark, schema) == {"registry", "leases", *registry.VIEWS}
+    # Spark's catalog lists no views of a missing schema; Iceberg's (a shared one) fails.
+    assert statements[0] == "SHOW VIEWS" and "CREATE SCHEMA" in statements[1:3], statements
+    statements.clear()
+    registry.ensure(env, again=True)
+    listings = ["SHOW VIEWS", "SHOW TABLES"]
+    assert statements == listings + (["SHOW TBLPROPERTIES"] if path == "sql" else []), statements
+    # The version is still checked on both paths.
+    spark.sql(
+        f"ALTER TABLE {schema}.registry SET TBLPROPERTIES ('{registry.VERSION_PROPERTY}'='99')"
+    )
+    with pytest.raises(FastRefreshError, match=r"newer dbt-fastrefresh.*version 99.*upgrade"):
+        registry.ensure(env, again=True)
+
+
 def test_a_foreign_table_named_like_the_registry_is_refused(spark: Any) -> None:
     spark.sql("CREATE SCHEMA reg_foreign")
     spark.sql("CREATE TABLE reg_foreign.registry (x INT) USING iceberg")

@@ -204,7 +204,6 @@ def ensure(env: Env, *, again: bool = False) -> None:
     with env.runtime.holding([f"registry:{key}"]):
         if key in env.runtime.ensured:
             return
-        env.sql.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(env.registry)}")
         existing, views = _names(env)
         if "mview_logs" in existing and "mview_logs" not in views and migration.is_v1(env):
             migration.migrate_v1(env)
@@ -280,19 +279,34 @@ def rebuild(env: Env) -> str:
 
 
 def _names(env: Env) -> tuple[set[str], set[str]]:
-    """The schema's tables and views (lower case), and its views."""
-    views = {
-        str(r[1]).lower()
-        for r in env.sql.query(f"SHOW VIEWS IN {ident(env.registry)}")
-        if not (len(r) > 2 and str(r[2]).lower() == "true")
-    }
-    # Iceberg's own catalog (a shared catalog) leaves views out of SHOW TABLES.
-    return mt.table_names(env.sql, env.registry) | views, views
+    """The schema's tables and views (lower case), and its views; the schema created
+    when missing (asked of the listing that fails without it, not of a statement more on
+    every run)."""
+    try:
+        listed = env.sql.query(f"SHOW VIEWS IN {ident(env.registry)}")
+        # Iceberg's own catalog (a shared catalog) leaves views out of SHOW TABLES.
+        tables = mt.table_names(env.sql, env.registry)
+    except Exception as exc:  # Spark's catalog lists no views of a missing schema
+        if not mt.is_missing(exc):
+            raise
+        env.sql.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(env.registry)}")
+        return set(), set()
+    views = {str(r[1]).lower() for r in listed if not (len(r) > 2 and str(r[2]).lower() == "true")}
+    return tables | views, views
+
+
+def _version(env: Env) -> str:
+    """The registry table's version property ('' without one): from Iceberg's Java API
+    where Spark runs in this process (milliseconds), else one statement."""
+    if env.tables.kind == "java":
+        meta = env.tables.load(table(env), fresh=True)
+        return "" if meta is None else meta.properties.get(VERSION_PROPERTY, "")
+    rows = env.sql.query(f"SHOW TBLPROPERTIES {table(env).sql} ({string(VERSION_PROPERTY)})")
+    return str(rows[0][1]) if rows else ""
 
 
 def _check_version(env: Env) -> None:
-    rows = env.sql.query(f"SHOW TBLPROPERTIES {table(env).sql} ({string(VERSION_PROPERTY)})")
-    value = str(rows[0][1]) if rows else ""
+    value = _version(env)
     if not value.isdigit():
         raise FastRefreshError(
             f"{table(env)} exists but is not a dbt-fastrefresh registry (no "
