@@ -109,8 +109,19 @@ def table_names(x: Executor, schema: str, like: str | None = None) -> set[str]:
     Not the session's temporary views, which SHOW TABLES lists in every schema too (its
     rows are namespace, tableName, isTemporary).
     """
+    return _listed(x, "TABLES", schema, like)
+
+
+def view_names(x: Executor, schema: str) -> set[str]:
+    """The views of ``schema`` (lowercased), not the session's temporary views."""
+    return _listed(x, "VIEWS", schema)
+
+
+def _listed(x: Executor, kind: str, schema: str, like: str | None = None) -> set[str]:
+    """``SHOW TABLES`` or ``SHOW VIEWS`` (rows: namespace, name, isTemporary), the
+    temporary views left out."""
     pattern = f" LIKE {string(like)}" if like is not None else ""
-    rows = x.query(f"SHOW TABLES IN {ident(schema)}{pattern}")
+    rows = x.query(f"SHOW {kind} IN {ident(schema)}{pattern}")
     return {str(r[1]).lower() for r in rows if not (len(r) > 2 and str(r[2]).lower() == "true")}
 
 

@@ -283,7 +283,7 @@ def _names(env: Env) -> tuple[set[str], set[str]]:
     when missing (asked of the listing that fails without it, not of a statement more on
     every run)."""
     try:
-        listed = env.sql.query(f"SHOW VIEWS IN {ident(env.registry)}")
+        views = mt.view_names(env.sql, env.registry)
         # Iceberg's own catalog (a shared catalog) leaves views out of SHOW TABLES.
         tables = mt.table_names(env.sql, env.registry)
     except Exception as exc:  # Spark's catalog lists no views of a missing schema
@@ -291,7 +291,6 @@ def _names(env: Env) -> tuple[set[str], set[str]]:
             raise
         env.sql.execute(f"CREATE SCHEMA IF NOT EXISTS {ident(env.registry)}")
         return set(), set()
-    views = {str(r[1]).lower() for r in listed if not (len(r) > 2 and str(r[2]).lower() == "true")}
     return tables | views, views
 
 
